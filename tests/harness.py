@@ -1,0 +1,77 @@
+"""Helpers shared by the tests: build apps from cdk.json's defaults, find templates, lint, mask hashes."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+
+from inference_tiers.app_factory import build_app, parse_app_config
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# Never run Docker bundling in a test (bundling happens at construct time, so it must be on the App).
+_NO_BUNDLING = {"aws:cdk:bundling-stacks": []}
+
+
+@cache
+def cdk_json_context() -> dict[str, Any]:
+    """The project's default context: feature flags and every tier's settings, exactly as `cdk synth` sees it."""
+    context: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+def make_app(**overrides: Any) -> tuple[cdk.App, list[cdk.Stack]]:
+    """An app configured from cdk.json plus ``overrides`` (context keys), built through build_app."""
+    app = cdk.App(context={**cdk_json_context(), **_NO_BUNDLING, **overrides})
+    stacks = build_app(app, parse_app_config(app.node.get_all_context()))
+    return app, stacks
+
+
+@dataclass
+class TierBuild:
+    app: cdk.App
+    stacks: list[cdk.Stack]
+
+    def template(self, stack_name: str | None = None) -> Template:
+        """The template of ``stack_name`` (or of the tier's only stack)."""
+        matches = [s for s in self.stacks if stack_name in (None, s.stack_name)]
+        assert len(matches) == 1, f"expected one stack named {stack_name!r}, got {[s.stack_name for s in self.stacks]}"
+        return Template.from_stack(matches[0])
+
+    def templates(self) -> dict[str, dict[str, Any]]:
+        """Every stack's synthesized template (nested stacks included), keyed by stack name."""
+        return {s.stack_name: Template.from_stack(s).to_json() for s in self.stacks}
+
+
+def build_tier(tier: str, **overrides: Any) -> TierBuild:
+    app, stacks = make_app(tier=tier, **overrides)
+    return TierBuild(app, stacks)
+
+
+_ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def mask_asset_hashes(value: Any) -> Any:
+    """Replace asset hashes (S3 keys, image tags, metadata) so snapshots survive unrelated asset edits."""
+    if isinstance(value, dict):
+        return {_ASSET_HASH.sub("<ASSET_HASH>", k): mask_asset_hashes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_asset_hashes(v) for v in value]
+    if isinstance(value, str):
+        return _ASSET_HASH.sub("<ASSET_HASH>", value)
+    return value
+
+
+def cfn_lint_errors(template: dict[str, Any]) -> list[str]:
+    """cfn-lint's error-level findings (rule ids E*) on ``template``."""
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1", "us-west-2", "eu-west-1"]))
+    return [f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in matches if m.rule.id.startswith("E")]

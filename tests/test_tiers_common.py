@@ -1,0 +1,48 @@
+"""Checks every tier must pass: cdk-nag, cfn-lint, stack naming, retained logs, and a reviewed snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cdk_nag import AwsSolutionsChecks
+
+from inference_tiers.app_factory import TIERS
+from tests.harness import TierBuild, cfn_lint_errors, mask_asset_hashes
+
+ALL_TIERS = sorted(TIERS)
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_no_unacknowledged_nag_findings(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
+    report = AwsSolutionsChecks().validate_scope(tier_build(tier).app)
+    findings = [
+        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
+    ]
+    assert report.success, "\n".join(findings)
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_cfn_lint_reports_no_errors(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
+    for name, template in tier_build(tier).templates().items():
+        assert cfn_lint_errors(template) == [], name
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_stacks_are_named_for_the_tier(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
+    names = [s.stack_name for s in tier_build(tier).stacks]
+    assert names and all(n.startswith("InferenceTiers-") for n in names), names
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_log_groups_and_buckets_are_retained(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
+    for name, template in tier_build(tier).templates().items():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] in ("AWS::Logs::LogGroup", "AWS::S3::Bucket", "AWS::KMS::Key"):
+                assert resource.get("DeletionPolicy") == "Retain", f"{name}/{logical_id} is not retained"
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_snapshot(tier: str, tier_build: Callable[[str], TierBuild], snapshot_json: Any) -> None:
+    assert mask_asset_hashes(tier_build(tier).templates()) == snapshot_json
