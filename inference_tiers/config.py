@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 Parser = Callable[[str, Any], Any]
@@ -193,6 +193,40 @@ def mapping(value_parser: Parser, *, key_pattern: str = r"[A-Za-z0-9_.:/=+@ -]{1
 def setting(parse: Parser, doc: str) -> Any:
     """Declare a dataclass field as a context setting parsed by ``parse``; ``doc`` explains it for users."""
     return field(metadata={"parse": parse, "doc": doc})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a configured tier needs from an AWS account (read by `inference-tiers preflight`)
+# ---------------------------------------------------------------------------------------------------------
+
+InstanceService = Literal["ec2", "sagemaker-endpoint", "sagemaker-hyperpod"]
+
+
+@dataclass(frozen=True)
+class InstanceNeed:
+    """``count`` instances of ``instance_type`` (``p5.48xlarge`` for EC2, ``ml.g6e.2xlarge`` for SageMaker)."""
+
+    service: InstanceService
+    instance_type: str
+    count: int
+
+
+@dataclass(frozen=True)
+class AccountRequirements:
+    """Everything a preflight check must find in an account before this tier's ``cdk deploy``."""
+
+    instances: tuple[InstanceNeed, ...] = ()
+    bedrock_model_id: str | None = None
+    bedrock_inference_profile_id: str | None = None
+    kubernetes_version: str | None = None
+    capacity_reservation_ids: tuple[str, ...] = ()
+    availability_zone_ids: tuple[str, ...] = ()
+
+
+class TierSettings(Protocol):
+    """Every tier's settings dataclass implements this."""
+
+    def account_requirements(self) -> AccountRequirements: ...
 
 
 # ---------------------------------------------------------------------------------------------------------
