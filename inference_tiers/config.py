@@ -168,7 +168,9 @@ def items(inner: Parser, *, min_items: int = 0, max_items: int = 50) -> Parser:
     return parse
 
 
-def mapping(value_parser: Parser, *, key_pattern: str = r"[A-Za-z0-9_.:/=+@ -]{1,128}", max_items: int = 50) -> Parser:
+def mapping(
+    value_parser: Parser, *, key_pattern: str = r"[A-Za-z0-9_.:/=+@ -]{1,128}", max_items: int = 50
+) -> Parser:
     """A JSON object (or, from ``-c``, a JSON object string) of string keys to ``value_parser`` values."""
     key_regex = re.compile(key_pattern)
     accepted = f"a JSON object of at most {max_items} entries whose keys match {key_pattern}"
@@ -284,8 +286,12 @@ def parse_settings(spec: TierSpec, context: Mapping[str, Any]) -> Any:
     values: dict[str, Any] = {}
     for key, fld in spec.keys().items():
         if key not in context:
-            raise ConfigError(key, None, f"a value (this setting has no default here: add it to cdk.json's "
-                                         f"context or pass -c {key}=...; {fld.metadata['doc']})")
+            raise ConfigError(
+                key,
+                None,
+                f"a value (this setting has no default here: add it to cdk.json's "
+                f"context or pass -c {key}=...; {fld.metadata['doc']})",
+            )
         values[fld.name] = fld.metadata["parse"](key, context[key])
     return spec.settings(**values)
 
@@ -297,7 +303,7 @@ def parse_config(context: Mapping[str, Any], specs: Sequence[TierSpec]) -> AppCo
     half-configured tier never blocks deploying another one.
     """
     by_name = {spec.name: spec for spec in specs}
-    known = {TIER_KEY} | {key for spec in specs for key in spec.keys()}
+    known = {TIER_KEY} | {key for spec in specs for key in spec.keys()}  # noqa: SIM118 (TierSpec.keys)
     unknown = sorted(k for k in context if k not in known and not is_cdk_owned_key(k))
     for key in unknown:
         tier = key.split(".", 1)[0]

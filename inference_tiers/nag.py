@@ -15,7 +15,9 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     reviewer can check against the template; blanket or generic reasons are rejected.
     """
     if len(reason.split()) < 6:
-        raise ValueError(f"acknowledgment of {rule_id} needs a specific reason (six words or more), got {reason!r}")
+        raise ValueError(
+            f"acknowledgment of {rule_id} needs a specific reason (six words or more), got {reason!r}"
+        )
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
 

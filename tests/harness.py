@@ -42,7 +42,9 @@ class TierBuild:
     def template(self, stack_name: str | None = None) -> Template:
         """The template of ``stack_name`` (or of the tier's only stack)."""
         matches = [s for s in self.stacks if stack_name in (None, s.stack_name)]
-        assert len(matches) == 1, f"expected one stack named {stack_name!r}, got {[s.stack_name for s in self.stacks]}"
+        assert len(matches) == 1, (
+            f"expected one stack named {stack_name!r}, got {[s.stack_name for s in self.stacks]}"
+        )
         return Template.from_stack(matches[0])
 
     def templates(self) -> dict[str, dict[str, Any]]:
@@ -74,4 +76,8 @@ def cfn_lint_errors(template: dict[str, Any]) -> list[str]:
     from cfnlint.api import ManualArgs, lint
 
     matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1", "us-west-2", "eu-west-1"]))
-    return [f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in matches if m.rule.id.startswith("E")]
+    return [
+        f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
+        for m in matches
+        if m.rule.id.startswith("E")
+    ]

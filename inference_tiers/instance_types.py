@@ -1,0 +1,107 @@
+"""One table of the GPU instance types the tiers deploy: GPUs, memory, EFA interfaces, local NVMe, network.
+
+EC2 names (``p5.48xlarge``) and SageMaker names (``ml.p5.48xlarge``) describe the same hardware, so both are
+looked up here. Sources: the EC2 accelerated-computing instance pages (GPU, vCPU, memory, network, EFA),
+the EC2 user guide's "Maximize network bandwidth" table (network cards), and the SageMaker
+``CreateEndpointConfig`` note that ``KmsKeyId`` is rejected on instances with local NVMe storage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inference_tiers.config import ConfigError
+
+
+@dataclass(frozen=True)
+class GpuInstanceType:
+    """Hardware facts for one instance type (EC2 name, without the ``ml.`` prefix)."""
+
+    name: str
+    gpus: int
+    gpu_model: str
+    gpu_memory_gib: int
+    vcpus: int
+    memory_gib: int
+    network_gbps: int
+    efa_interfaces: int
+    """How many EFA devices the instance can attach (one per network card on p4d/p5 families); 0: no EFA."""
+    local_nvme: bool
+    """Instance-store NVMe: SageMaker rejects an endpoint KmsKeyId on these."""
+
+    @property
+    def supports_efa(self) -> bool:
+        return self.efa_interfaces > 0
+
+    @property
+    def total_gpu_memory_gib(self) -> int:
+        return self.gpus * self.gpu_memory_gib
+
+
+def _family(
+    prefix: str, gpu_model: str, gpu_memory_gib: int, sizes: dict[str, tuple[int, int, int, int, int]]
+) -> dict[str, GpuInstanceType]:
+    """sizes: size -> (gpus, vcpus, memory GiB, network Gbps, EFA interfaces); every size has local NVMe."""
+    return {
+        f"{prefix}.{size}": GpuInstanceType(
+            name=f"{prefix}.{size}",
+            gpus=gpus,
+            gpu_model=gpu_model,
+            gpu_memory_gib=gpu_memory_gib,
+            vcpus=vcpus,
+            memory_gib=memory,
+            network_gbps=gbps,
+            efa_interfaces=efa,
+            local_nvme=True,
+        )
+        for size, (gpus, vcpus, memory, gbps, efa) in sizes.items()
+    }
+
+
+# fmt: off
+GPU_INSTANCE_TYPES: dict[str, GpuInstanceType] = {
+    # NVIDIA A10G 24 GiB. EFA (one interface) from 8xlarge up.
+    **_family("g5", "A10G", 24, {
+        "xlarge": (1, 4, 16, 10, 0), "2xlarge": (1, 8, 32, 10, 0), "4xlarge": (1, 16, 64, 25, 0),
+        "8xlarge": (1, 32, 128, 25, 1), "12xlarge": (4, 48, 192, 40, 1), "16xlarge": (1, 64, 256, 25, 1),
+        "24xlarge": (4, 96, 384, 50, 1), "48xlarge": (8, 192, 768, 100, 1),
+    }),
+    # NVIDIA L4 24 GiB.
+    **_family("g6", "L4", 24, {
+        "xlarge": (1, 4, 16, 10, 0), "2xlarge": (1, 8, 32, 10, 0), "4xlarge": (1, 16, 64, 25, 0),
+        "8xlarge": (1, 32, 128, 25, 1), "12xlarge": (4, 48, 192, 40, 1), "16xlarge": (1, 64, 256, 25, 1),
+        "24xlarge": (4, 96, 384, 50, 1), "48xlarge": (8, 192, 768, 100, 1),
+    }),
+    # NVIDIA L40S 48 GiB.
+    **_family("g6e", "L40S", 48, {
+        "xlarge": (1, 4, 32, 20, 0), "2xlarge": (1, 8, 64, 20, 0), "4xlarge": (1, 16, 128, 20, 0),
+        "8xlarge": (1, 32, 256, 25, 1), "12xlarge": (4, 48, 384, 100, 1), "16xlarge": (1, 64, 512, 35, 1),
+        "24xlarge": (4, 96, 768, 200, 2), "48xlarge": (8, 192, 1536, 400, 4),
+    }),
+    **_family("p4d", "A100", 40, {"24xlarge": (8, 96, 1152, 400, 4)}),
+    **_family("p4de", "A100", 80, {"24xlarge": (8, 96, 1152, 400, 4)}),
+    # p5/p5e: 32 network cards x 100 Gbps EFA; p5en: 16 x 200 Gbps (EFAv3).
+    **_family("p5", "H100", 80, {"48xlarge": (8, 192, 2048, 3200, 32)}),
+    **_family("p5e", "H200", 141, {"48xlarge": (8, 192, 2048, 3200, 32)}),
+    **_family("p5en", "H200", 141, {"48xlarge": (8, 192, 2048, 3200, 16)}),
+}
+
+SAGEMAKER_PREFIX = "ml."
+
+
+def find_gpu_instance_type(name: str) -> GpuInstanceType | None:
+    """The facts for ``name`` (EC2 or ``ml.``-prefixed SageMaker name), or None if it is not a known GPU type."""
+    return GPU_INSTANCE_TYPES.get(name.removeprefix(SAGEMAKER_PREFIX))
+
+
+def gpu_instance_type(name: str, *, key: str = "instance_type", sagemaker: bool = False) -> GpuInstanceType:
+    """Like :func:`find_gpu_instance_type` but raises ConfigError (a ValueError) naming ``key`` and the choices.
+
+    ``sagemaker=True`` requires the ``ml.`` prefix SageMaker APIs expect; otherwise the EC2 name is required.
+    """
+    prefix = SAGEMAKER_PREFIX if sagemaker else ""
+    facts = find_gpu_instance_type(name)
+    if facts is None or name != prefix + facts.name:
+        accepted = ", ".join(prefix + n for n in GPU_INSTANCE_TYPES)
+        raise ConfigError(key, name, f"a GPU instance type this library knows: {accepted}")
+    return facts
