@@ -243,7 +243,7 @@ class TierSpec:
     name: str
     settings: type[Any]
 
-    def keys(self) -> dict[str, dataclasses.Field[Any]]:
+    def context_keys(self) -> dict[str, dataclasses.Field[Any]]:
         return {f"{self.name}.{f.name}": f for f in dataclasses.fields(self.settings)}
 
 
@@ -284,7 +284,7 @@ def parse_tier_selection(raw: Any, available: Sequence[str]) -> tuple[str, ...]:
 def parse_settings(spec: TierSpec, context: Mapping[str, Any]) -> Any:
     """Build ``spec.settings`` from ``context``; every one of its keys must be present (defaults: cdk.json)."""
     values: dict[str, Any] = {}
-    for key, fld in spec.keys().items():
+    for key, fld in spec.context_keys().items():
         if key not in context:
             raise ConfigError(
                 key,
@@ -303,7 +303,7 @@ def parse_config(context: Mapping[str, Any], specs: Sequence[TierSpec]) -> AppCo
     half-configured tier never blocks deploying another one.
     """
     by_name = {spec.name: spec for spec in specs}
-    known = {TIER_KEY} | {key for spec in specs for key in spec.keys()}  # noqa: SIM118 (TierSpec.keys)
+    known = {TIER_KEY} | {key for spec in specs for key in spec.context_keys()}
     unknown = sorted(k for k in context if k not in known and not is_cdk_owned_key(k))
     for key in unknown:
         tier = key.split(".", 1)[0]
