@@ -1,0 +1,52 @@
+# Self-bootstrapping targets: each creates .venv and node_modules when missing or stale, then runs.
+#   make synth   synthesize the default tier (cdk.json) offline into cdk.out/, cdk-nag included, and report
+#   make test    the whole test suite
+#   make lint    ruff + mypy --strict on the package
+#   make bench   CLI synth time of each tier against an empty CDK app
+# Pass context through CDK_ARGS, e.g. `make synth CDK_ARGS="-c tier=sagemaker"`.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Node 20 still runs jsii; silence its end-of-life banner. No telemetry or notices on an offline machine.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+# cdk.json runs `python3 app.py`: make that the venv's python.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+CDK := npx --no-install cdk
+CDK_ARGS ?=
+
+.PHONY: bootstrap synth test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+bootstrap: $(VENV)/.installed node_modules/.installed
+
+synth: bootstrap
+	rm -rf cdk.out
+	$(CDK) synth --all --quiet --no-notices --output cdk.out $(CDK_ARGS)
+	$(BIN)/python tools/synth_report.py cdk.out
+
+test: bootstrap
+	$(BIN)/python -m pytest
+
+lint: bootstrap
+	$(BIN)/ruff check inference_tiers tests tools app.py
+	$(BIN)/ruff format --check inference_tiers tests tools app.py
+	MYPY_CACHE_DIR=$${MYPY_CACHE_DIR:-$$HOME/.cache/inference-tiers-mypy} $(BIN)/mypy inference_tiers
+
+bench: bootstrap
+	$(BIN)/python tools/bench_synth.py
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache

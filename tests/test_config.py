@@ -1,0 +1,135 @@
+"""The configuration contract: every bad context value is a ConfigError naming key, value and what is accepted."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from inference_tiers import config
+from inference_tiers.config import ConfigError, TierSpec, parse_config, setting
+
+
+@dataclass(frozen=True)
+class _DemoSettings:
+    replicas: int = setting(config.integer(1, 8), "replica count")
+    ratio: float = setting(config.number(0, 1), "a fraction")
+    enabled: bool = setting(config.boolean(), "a flag")
+    engine: str = setting(config.choice("vllm", "sglang"), "serving engine")
+    name: str = setting(config.text(r"[a-z]{1,8}"), "a short name")
+    zones: tuple[str, ...] = setting(config.items(config.text(), min_items=1, max_items=3), "zones")
+    tags: dict[str, str] = setting(config.mapping(config.text()), "tags")
+    reservation: str | None = setting(config.optional(config.text(r"cr-[0-9a-f]+")), "reservation id")
+
+
+DEMO = TierSpec("bedrock", _DemoSettings)
+VALID: dict[str, Any] = {
+    "tier": "bedrock",
+    "bedrock.replicas": 2,
+    "bedrock.ratio": 0.5,
+    "bedrock.enabled": True,
+    "bedrock.engine": "vllm",
+    "bedrock.name": "abc",
+    "bedrock.zones": ["use1-az1"],
+    "bedrock.tags": {"team": "ml"},
+    "bedrock.reservation": None,
+}
+
+
+def parse(**overrides: Any) -> _DemoSettings:
+    settings = parse_config({**VALID, **overrides}, [DEMO]).settings["bedrock"]
+    assert isinstance(settings, _DemoSettings)
+    return settings
+
+
+def test_json_values_keep_their_types() -> None:
+    assert parse() == _DemoSettings(2, 0.5, True, "vllm", "abc", ("use1-az1",), {"team": "ml"}, None)
+
+
+def test_command_line_strings_are_parsed() -> None:
+    settings = parse(
+        **{
+            "bedrock.replicas": "8",
+            "bedrock.ratio": "0.25",
+            "bedrock.enabled": "false",
+            "bedrock.zones": "use1-az1, use1-az2",
+            "bedrock.tags": '{"team": "ml", "env": "dev"}',
+            "bedrock.reservation": "cr-0abc",
+        }
+    )
+    assert (settings.replicas, settings.ratio, settings.enabled) == (8, 0.25, False)
+    assert settings.zones == ("use1-az1", "use1-az2")
+    assert settings.tags == {"team": "ml", "env": "dev"}
+    assert settings.reservation == "cr-0abc"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("bedrock.replicas", "9", "an integer from 1 to 8"),
+        ("bedrock.replicas", "two", "an integer from 1 to 8"),
+        ("bedrock.replicas", True, "an integer from 1 to 8"),
+        ("bedrock.ratio", "1.5", "a number from 0 to 1"),
+        ("bedrock.enabled", "maybe", "true or false"),
+        ("bedrock.engine", "VLLM", "one of vllm, sglang"),
+        ("bedrock.name", "ABC", r"a string matching \[a-z\]\{1,8\}"),
+        ("bedrock.zones", "", "a list of 1 to 3 items"),
+        ("bedrock.zones", "[1,", "a list of 1 to 3 items"),
+        ("bedrock.tags", "not json", "a JSON object"),
+        ("bedrock.reservation", "r-1", r"a string matching cr-\[0-9a-f\]\+"),
+    ],
+)
+def test_bad_values_name_key_value_and_accepted(key: str, value: Any, accepted: str) -> None:
+    expected = re.escape(f"context key '{key}': got {value!r}; expected ") + accepted
+    with pytest.raises(ConfigError, match=expected):
+        parse(**{key: value})
+
+
+def test_list_item_errors_name_the_item() -> None:
+    with pytest.raises(ConfigError, match=r"context key 'bedrock.zones\[1\]'"):
+        parse(**{"bedrock.zones": ["use1-az1", ""]})
+
+
+def test_unknown_key_lists_the_tiers_keys() -> None:
+    with pytest.raises(
+        ConfigError, match=r"context key 'bedrock.replica': got 3; expected a known key: .*bedrock.replicas"
+    ):
+        parse(**{"bedrock.replica": 3})
+
+
+def test_cdk_owned_keys_are_not_ours_to_reject() -> None:
+    parse(
+        **{
+            "@aws-cdk/core:newStyleStackSynthesis": True,
+            "aws:cdk:bundling-stacks": [],
+            "acknowledged-issue-numbers": [],
+        }
+    )
+
+
+def test_missing_key_says_where_defaults_live() -> None:
+    context = dict(VALID)
+    del context["bedrock.engine"]
+    with pytest.raises(ConfigError, match="add it to cdk.json's context or pass -c bedrock.engine="):
+        parse_config(context, [DEMO])
+
+
+@pytest.mark.parametrize("tier", ["", "bogus", "bedrock,bedrock", "BEDROCK", None])
+def test_tier_selection_rejects_unknown_names(tier: Any) -> None:
+    with pytest.raises(
+        ConfigError, match=r"context key 'tier': .*expected a comma-separated list of bedrock, or 'all'"
+    ):
+        parse_config({**VALID, "tier": tier}, [DEMO])
+
+
+def test_tier_not_yet_provided_is_named_as_such() -> None:
+    with pytest.raises(
+        ConfigError, match=r"got 'hyperpod'.*not provide yet: sagemaker, hyperpod, disaggregated"
+    ):
+        parse_config({**VALID, "tier": "hyperpod"}, [DEMO])
+
+
+def test_all_selects_every_provided_tier_in_build_order() -> None:
+    assert parse_config({**VALID, "tier": "all"}, [DEMO]).tiers == ("bedrock",)

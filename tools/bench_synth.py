@@ -1,0 +1,82 @@
+"""Time `npx cdk synth` of each tier against an empty CDK app, the same way, on this machine, in one run.
+
+Both go through the CLI with the cdk-nag plugin registered, several runs each, interleaved so that machine
+noise hits both alike. Prints the median of each and the ratio tier/empty (target: at most 2.0).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from inference_tiers.app_factory import TIERS  # noqa: E402
+
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+TARGET_RATIO = 2.0
+
+EMPTY_APP = """\
+import aws_cdk as cdk
+from inference_tiers.nag import add_nag_checks
+
+app = cdk.App()
+cdk.Stack(app, "Empty")
+add_nag_checks(app)
+app.synth()
+"""
+
+
+def synth_seconds(app_dir: Path, args: list[str], outdir: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            str(ROOT / "node_modules/.bin/cdk"),
+            "synth",
+            "--all",
+            "--quiet",
+            "--no-notices",
+            "-o",
+            str(outdir),
+            *args,
+        ],
+        cwd=app_dir,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    env_python = str(Path(sys.executable))
+    with tempfile.TemporaryDirectory() as tmp:
+        empty_dir = Path(tmp) / "empty-app"
+        empty_dir.mkdir()
+        (empty_dir / "app.py").write_text(EMPTY_APP)
+        (empty_dir / "cdk.json").write_text(f'{{"app": "{env_python} app.py"}}')
+        samples: dict[str, list[float]] = {"(empty app)": [], **{t: [] for t in TIERS}}
+        for run in range(RUNS):
+            samples["(empty app)"].append(synth_seconds(empty_dir, [], Path(tmp) / f"empty-{run}"))
+            for tier in TIERS:
+                samples[tier].append(synth_seconds(ROOT, ["-c", f"tier={tier}"], Path(tmp) / f"{tier}-{run}"))
+
+    baseline = statistics.median(samples["(empty app)"])
+    print(f"{'app':<16} {'median s':>9} {'ratio':>6}   runs: {RUNS}")
+    worst = 0.0
+    for name, values in samples.items():
+        ratio = statistics.median(values) / baseline
+        worst = max(worst, ratio)
+        print(f"{name:<16} {statistics.median(values):>9.2f} {ratio:>6.2f}")
+    verdict = "within" if worst <= TARGET_RATIO else "OVER"
+    print(f"worst ratio {worst:.2f}: {verdict} the {TARGET_RATIO}x target")
+    return 0 if worst <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
