@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Stack, Tags
 from constructs import Construct
 
-from inference_tiers.config import AppConfig, TierSpec, parse_config
-
-
-@dataclass(frozen=True)
-class Tier:
-    """A tier: its configuration spec and the function that adds its stacks to an app."""
-
-    spec: TierSpec
-    build: Callable[[Construct, Any], Sequence[Stack]]
+from inference_tiers.config import AppConfig, parse_config
+from inference_tiers.tier import Tier
 
 
 def _available_tiers() -> dict[str, Tier]:
