@@ -24,12 +24,20 @@ from inference_tiers.constructs.guardrail import Guardrail
 
 NAMESPACE = "AWS/Bedrock"
 FIVE_MINUTES = Duration.minutes(5)
-LOG_DELIVERY_FAILURES = ("ModelInvocationLogsCloudWatchDeliveryFailure", "ModelInvocationLogsS3DeliveryFailure")
+DEFAULT_LATENCY_P99_ALARM = Duration.seconds(30)
+DEFAULT_TTFT_P90_ALARM = Duration.seconds(3)
+LOG_DELIVERY_FAILURES = (
+    "ModelInvocationLogsCloudWatchDeliveryFailure",
+    "ModelInvocationLogsS3DeliveryFailure",
+)
 
 
 def _positive(value: float, where: str, *, maximum: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0 or (
-        maximum is not None and value > maximum
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value <= 0
+        or (maximum is not None and value > maximum)
     ):
         accepted = f"a number above 0{f' and at most {maximum}' if maximum is not None else ''}"
         raise ValueError(f"BedrockMonitoring.{where}: got {value!r}; expected {accepted}")
@@ -62,8 +70,8 @@ class BedrockMonitoring(Construct):
         guardrail: Guardrail | None = None,
         log_delivery_alarm: bool = False,
         tpm_alarm_percent: float = 80,
-        latency_p99_alarm: Duration = Duration.seconds(30),
-        ttft_p90_alarm: Duration = Duration.seconds(3),
+        latency_p99_alarm: Duration = DEFAULT_LATENCY_P99_ALARM,
+        ttft_p90_alarm: Duration = DEFAULT_TTFT_P90_ALARM,
         server_error_rate_alarm_percent: float = 1,
         throttle_alarm_count: int = 0,
         intervention_rate_alarm_percent: float = 20,
@@ -75,8 +83,10 @@ class BedrockMonitoring(Construct):
         _positive(tpm_alarm_percent, "tpm_alarm_percent", maximum=100)
         _positive(server_error_rate_alarm_percent, "server_error_rate_alarm_percent", maximum=100)
         _positive(intervention_rate_alarm_percent, "intervention_rate_alarm_percent", maximum=100)
-        if isinstance(throttle_alarm_count, bool) or not isinstance(throttle_alarm_count, int) or (
-            throttle_alarm_count < 0
+        if (
+            isinstance(throttle_alarm_count, bool)
+            or not isinstance(throttle_alarm_count, int)
+            or (throttle_alarm_count < 0)
         ):
             raise ValueError(
                 f"BedrockMonitoring.throttle_alarm_count: got {throttle_alarm_count!r}; expected an integer >= 0"
@@ -199,7 +209,9 @@ class BedrockMonitoring(Construct):
     @staticmethod
     def _account_metric(metric_name: str) -> cloudwatch.Metric:
         """Metrics Bedrock publishes across all model ids (no dimension)."""
-        return cloudwatch.Metric(namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=FIVE_MINUTES)
+        return cloudwatch.Metric(
+            namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=FIVE_MINUTES
+        )
 
     def _alarm(
         self,
@@ -237,7 +249,10 @@ class BedrockMonitoring(Construct):
             graph("Tokens", [self.metric("InputTokenCount"), self.metric("OutputTokenCount")]),
             graph(
                 "Throttles and errors",
-                [self.metric(n) for n in ("InvocationThrottles", "InvocationClientErrors", "InvocationServerErrors")],
+                [
+                    self.metric(n)
+                    for n in ("InvocationThrottles", "InvocationClientErrors", "InvocationServerErrors")
+                ],
             ),
             graph(
                 "TPM quota used (%)",
@@ -247,11 +262,19 @@ class BedrockMonitoring(Construct):
         ]
         if guardrail is not None:
             widgets += [
-                graph("Guardrail evaluations", [guardrail.metric_invocations(), guardrail.metric_invocations_intervened()]),
+                graph(
+                    "Guardrail evaluations",
+                    [guardrail.metric_invocations(), guardrail.metric_invocations_intervened()],
+                ),
                 graph("Guardrail intervention rate (%)", [guardrail.metric_intervention_rate()]),
                 graph("Guardrail latency (ms)", [guardrail.metric_invocation_latency()]),
             ]
         if log_delivery:
-            widgets.append(graph("Invocation-log delivery failures", [self._account_metric(n) for n in LOG_DELIVERY_FAILURES]))
+            widgets.append(
+                graph(
+                    "Invocation-log delivery failures",
+                    [self._account_metric(n) for n in LOG_DELIVERY_FAILURES],
+                )
+            )
         widgets.append(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24))
         return widgets

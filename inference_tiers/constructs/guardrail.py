@@ -15,10 +15,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Aws, Duration, Fn, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, Fn, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_bedrock as bedrock
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -28,14 +28,14 @@ from constructs import Construct
 E = TypeVar("E", bound=Enum)
 
 
-class FilterStrength(str, Enum):
+class FilterStrength(StrEnum):
     NONE = "NONE"
     LOW = "LOW"
     MEDIUM = "MEDIUM"
     HIGH = "HIGH"
 
 
-class ContentFilterType(str, Enum):
+class ContentFilterType(StrEnum):
     SEXUAL = "SEXUAL"
     VIOLENCE = "VIOLENCE"
     HATE = "HATE"
@@ -44,25 +44,25 @@ class ContentFilterType(str, Enum):
     PROMPT_ATTACK = "PROMPT_ATTACK"
 
 
-class GuardrailAction(str, Enum):
+class GuardrailAction(StrEnum):
     """What a content, topic, word or grounding filter does on a match (NONE: detect and report only)."""
 
     BLOCK = "BLOCK"
     NONE = "NONE"
 
 
-class Modality(str, Enum):
+class Modality(StrEnum):
     TEXT = "TEXT"
     IMAGE = "IMAGE"
 
 
-class PiiAction(str, Enum):
+class PiiAction(StrEnum):
     BLOCK = "BLOCK"
     ANONYMIZE = "ANONYMIZE"
     NONE = "NONE"
 
 
-class PiiEntityType(str, Enum):
+class PiiEntityType(StrEnum):
     ADDRESS = "ADDRESS"
     AGE = "AGE"
     AWS_ACCESS_KEY = "AWS_ACCESS_KEY"
@@ -96,7 +96,7 @@ class PiiEntityType(str, Enum):
     VEHICLE_IDENTIFICATION_NUMBER = "VEHICLE_IDENTIFICATION_NUMBER"
 
 
-class GuardrailTier(str, Enum):
+class GuardrailTier(StrEnum):
     """CLASSIC (English, French, Spanish) or STANDARD (more languages; needs a cross-Region guardrail profile)."""
 
     CLASSIC = "CLASSIC"
@@ -237,7 +237,11 @@ class WordFilter:
             _set(self, name, _enum(GuardrailAction, getattr(self, name), f"WordFilter({self.text!r}).{name}"))
 
     def _cfn(self) -> dict[str, Any]:
-        return {"text": self.text, "input_action": self.input_action.value, "output_action": self.output_action.value}
+        return {
+            "text": self.text,
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+        }
 
 
 @dataclass(frozen=True)
@@ -319,20 +323,25 @@ class ContextualGrounding:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 0.99
             ):
-                raise ValueError(f"ContextualGrounding.{name}: got {value!r}; expected a number from 0 to 0.99")
+                raise ValueError(
+                    f"ContextualGrounding.{name}: got {value!r}; expected a number from 0 to 0.99"
+                )
         _set(self, "action", _enum(GuardrailAction, self.action, "ContextualGrounding.action"))
 
     def _cfn(self) -> list[dict[str, Any]]:
         filters = []
-        for kind, threshold in (("GROUNDING", self.grounding_threshold), ("RELEVANCE", self.relevance_threshold)):
+        for kind, threshold in (
+            ("GROUNDING", self.grounding_threshold),
+            ("RELEVANCE", self.relevance_threshold),
+        ):
             if threshold is not None:
-                filters.append({"type": kind, "threshold": threshold, "action": self.action.value, "enabled": True})
+                filters.append(
+                    {"type": kind, "threshold": threshold, "action": self.action.value, "enabled": True}
+                )
         return filters
 
 
-_AR_POLICY_ARN = (
-    r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:automated-reasoning-policy/[a-z0-9]{12}(:[1-9][0-9]{0,11})?"
-)
+_AR_POLICY_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:automated-reasoning-policy/[a-z0-9]{12}(:[1-9][0-9]{0,11})?"
 
 
 @dataclass(frozen=True)
@@ -350,7 +359,9 @@ class AutomatedReasoning:
             )
         _check_unique(self.policy_arns, "AutomatedReasoning.policy_arns")
         for index, arn in enumerate(self.policy_arns):
-            _check_text(arn, f"AutomatedReasoning.policy_arns[{index}]", max_length=2048, pattern=_AR_POLICY_ARN)
+            _check_text(
+                arn, f"AutomatedReasoning.policy_arns[{index}]", max_length=2048, pattern=_AR_POLICY_ARN
+            )
         threshold = self.confidence_threshold
         if threshold is not None and (
             isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
@@ -407,6 +418,7 @@ DEFAULT_PII_ENTITIES: tuple[PiiEntity, ...] = (
 DEFAULT_BLOCKED_INPUT_MESSAGE = "Sorry, this request is not allowed by our usage policy."
 DEFAULT_BLOCKED_OUTPUT_MESSAGE = "Sorry, I can't provide that answer because of our usage policy."
 
+_FIVE_MINUTES = Duration.minutes(5)
 _PROFILE_ID = r"[a-z0-9-]+\.guardrail\.v[0-9:]+"
 
 
@@ -527,7 +539,7 @@ class Guardrail(Construct):
             blocked_input_messaging=blocked_input_message,
             blocked_outputs_messaging=blocked_output_message,
             kms_key_arn=self.kms_key.key_arn,
-            **_cfn_policy_props(policy),
+            **_cfn_policy_props(policy, Stack.of(self)),
         )
         # The version's logical id (and description) carry the policy hash: an unchanged policy keeps the same
         # version across deploys, a changed one makes CloudFormation create a new version after the update.
@@ -561,9 +573,9 @@ class Guardrail(Construct):
         """The cross-Region guardrail profile in every Region it may route to (empty without a profile)."""
         if self.cross_region_guardrail_profile is None:
             return []
+        stack = Stack.of(self)
         return [
-            f"arn:{Aws.PARTITION}:bedrock:*:{Stack.of(self).account}:guardrail-profile/"
-            f"{self.cross_region_guardrail_profile}"
+            f"arn:{stack.partition}:bedrock:*:{stack.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
         ]
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -583,7 +595,7 @@ class Guardrail(Construct):
             namespace="AWS/Bedrock/Guardrails",
             metric_name=metric_name,
             dimensions_map={"GuardrailArn": self.guardrail_arn, "GuardrailVersion": self.guardrail_version},
-            **{"statistic": "Sum", "period": Duration.minutes(5), **props},
+            **{"statistic": "Sum", "period": _FIVE_MINUTES, **props},
         )
 
     def metric_invocations(self, **props: Any) -> cloudwatch.Metric:
@@ -607,7 +619,7 @@ class Guardrail(Construct):
     def metric_text_unit_count(self, **props: Any) -> cloudwatch.Metric:
         return self.metric("TextUnitCount", **props)
 
-    def metric_intervention_rate(self, period: Duration = Duration.minutes(5)) -> cloudwatch.MathExpression:
+    def metric_intervention_rate(self, period: Duration = _FIVE_MINUTES) -> cloudwatch.MathExpression:
         """Percentage of guardrail evaluations that intervened (a spike: attack or bad change; 0: detached)."""
         return cloudwatch.MathExpression(
             expression="IF(invocations > 0, 100 * intervened / invocations, 0)",
@@ -692,8 +704,16 @@ def _resolve_policy(
         description=description,
     )
     if not any(
-        (policy.content, policy.topics, policy.words, policy.profanity, policy.pii, policy.regexes,
-         policy.grounding, policy.automated_reasoning)
+        (
+            policy.content,
+            policy.topics,
+            policy.words,
+            policy.profanity,
+            policy.pii,
+            policy.regexes,
+            policy.grounding,
+            policy.automated_reasoning,
+        )
     ):
         raise ValueError(
             "Guardrail: got no policy; expected at least one of content_filters, denied_topics, word_filters, "
@@ -702,7 +722,7 @@ def _resolve_policy(
     return policy
 
 
-def _cfn_policy_props(policy: _Policy) -> dict[str, Any]:
+def _cfn_policy_props(policy: _Policy, stack: Stack) -> dict[str, Any]:
     """The CfnGuardrail keyword arguments for ``policy``, as the L1's typed property classes."""
     g = bedrock.CfnGuardrail
     props: dict[str, Any] = {}
@@ -717,7 +737,9 @@ def _cfn_policy_props(policy: _Policy) -> dict[str, Any]:
             topics_tier_config=g.TopicsTierConfigProperty(tier_name=policy.tier),
         )
     if policy.words or policy.profanity:
-        profanity = g.ManagedWordsConfigProperty(type="PROFANITY", input_action="BLOCK", output_action="BLOCK")
+        profanity = g.ManagedWordsConfigProperty(
+            type="PROFANITY", input_action="BLOCK", output_action="BLOCK"
+        )
         props["word_policy_config"] = g.WordPolicyConfigProperty(
             words_config=[g.WordConfigProperty(**w) for w in policy.words] or None,
             managed_word_lists_config=[profanity] if policy.profanity else None,
@@ -738,7 +760,7 @@ def _cfn_policy_props(policy: _Policy) -> dict[str, Any]:
     if policy.cross_region_profile:
         props["cross_region_config"] = g.GuardrailCrossRegionConfigProperty(
             guardrail_profile_arn=(
-                f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:guardrail-profile/"
+                f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:guardrail-profile/"
                 f"{policy.cross_region_profile}"
             )
         )

@@ -90,7 +90,9 @@ class ApplicationInferenceProfile(Construct):
         tags = dict(cost_tags or {})
         check_cost_tags(tags, "ApplicationInferenceProfile.cost_tags")
         source_hash = hashlib.sha256(model_source.invoke_id(self).encode()).hexdigest()[:8]
-        name = profile_name or f"{Names.unique_resource_name(self, max_length=55, separator='-')}-{source_hash}"
+        name = (
+            profile_name or f"{Names.unique_resource_name(self, max_length=55, separator='-')}-{source_hash}"
+        )
         self.resource = bedrock.CfnApplicationInferenceProfile(
             self,
             "Resource",

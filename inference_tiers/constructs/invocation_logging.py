@@ -13,7 +13,7 @@ Region can assume. The Put call validates those permissions synchronously, so it
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -23,6 +23,7 @@ from constructs import Construct
 
 from inference_tiers.nag import acknowledge
 
+DEFAULT_OBJECT_EXPIRATION = Duration.days(365)
 LOGGING_ACTIONS = (
     "bedrock:PutModelInvocationLoggingConfiguration",
     "bedrock:DeleteModelInvocationLoggingConfiguration",
@@ -52,7 +53,7 @@ class ModelInvocationLogging(Construct):
         embedding_data: bool = False,
         video_data: bool = False,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
-        object_expiration: Duration = Duration.days(365),
+        object_expiration: Duration = DEFAULT_OBJECT_EXPIRATION,
         key_prefix: str = "bedrock-invocation-logs",
         kms_key: kms.IKey | None = None,
     ) -> None:
@@ -74,7 +75,7 @@ class ModelInvocationLogging(Construct):
         stack = Stack.of(self)
         bedrock_in_this_account = {
             "StringEquals": {"aws:SourceAccount": stack.account},
-            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:bedrock:{stack.region}:{stack.account}:*"},
+            "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:*"},
         }
 
         self.kms_key: kms.IKey = kms_key or kms.Key(
@@ -96,13 +97,19 @@ class ModelInvocationLogging(Construct):
         self.kms_key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo",
-                         "kms:GenerateDataKey", "kms:DescribeKey"],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:GenerateDataKey",
+                    "kms:DescribeKey",
+                ],
                 resources=["*"],
                 conditions={
                     "ArnLike": {
                         "kms:EncryptionContext:aws:logs:arn": (
-                            f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:*"
+                            f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
                         )
                     }
                 },
@@ -182,7 +189,10 @@ class ModelInvocationLogging(Construct):
                 "embeddingDataDeliveryEnabled": embedding_data,
                 "videoDataDeliveryEnabled": video_data,
                 "s3Config": {"bucketName": self.bucket.bucket_name, "keyPrefix": key_prefix},
-                "cloudWatchConfig": {"logGroupName": self.log_group.log_group_name, "roleArn": self.role.role_arn},
+                "cloudWatchConfig": {
+                    "logGroupName": self.log_group.log_group_name,
+                    "roleArn": self.role.role_arn,
+                },
             }
         }
         put = cr.AwsSdkCall(
@@ -228,7 +238,9 @@ class ModelInvocationLogging(Construct):
             "resource-level permissions, so IAM requires Resource '*'.",
         )
         # AwsCustomResource runs one Lambda function per stack; its role logs through the AWS managed policy.
-        provider = stack.node.try_find_child(f"AWS{cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace('-', '')}")
+        provider = stack.node.try_find_child(
+            f"AWS{cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace('-', '')}"
+        )
         if provider is not None:  # if aws-cdk renames it, cdk-nag reports the finding again
             acknowledge(
                 provider,

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
-from aws_cdk import Annotations, Aws, Stack, Token
+from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -31,7 +31,7 @@ INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"
 MODEL_ID_PATTERN = r"[a-z0-9-]{1,63}\.([a-z0-9-]{1,63}\.){0,2}[a-z0-9-]{1,63}(:[a-z0-9-]{1,63}){0,2}"
 
 
-class Geography(str, Enum):
+class Geography(StrEnum):
     """The prefix of a system (cross-Region) inference profile: where requests may be served."""
 
     US = "us"
@@ -52,8 +52,8 @@ def _check_model_id(model_id: str, where: str) -> None:
         )
 
 
-def _foundation_model_arn(region: str, model_id: str) -> str:
-    return f"arn:{Aws.PARTITION}:bedrock:{region}::foundation-model/{model_id}"
+def _foundation_model_arn(scope: Construct, region: str, model_id: str) -> str:
+    return f"arn:{Stack.of(scope).partition}:bedrock:{region}::foundation-model/{model_id}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class FoundationModel:
         return self.model_id
 
     def arn(self, scope: Construct) -> str:
-        return _foundation_model_arn(Stack.of(scope).region, self.model_id)
+        return _foundation_model_arn(scope, Stack.of(scope).region, self.model_id)
 
     def _targets(self, scope: Construct) -> list[_Target]:
         return [_Target(resources=[self.arn(scope)])]
@@ -102,17 +102,17 @@ class CrossRegionProfile:
 
     def arn(self, scope: Construct) -> str:
         stack = Stack.of(scope)
-        return f"arn:{Aws.PARTITION}:bedrock:{stack.region}:{stack.account}:inference-profile/{self.profile_id}"
+        return f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{self.profile_id}"
 
     def model_arns(self, scope: Construct) -> list[str]:
         """The foundation model in every Region this profile may route to."""
         if self.geography is Geography.GLOBAL:
             # Global profiles authorize the source-Region model and the Region-less "global" model ARN.
             return [
-                _foundation_model_arn(Stack.of(scope).region, self.model_id),
-                _foundation_model_arn("", self.model_id),
+                _foundation_model_arn(scope, Stack.of(scope).region, self.model_id),
+                _foundation_model_arn(scope, "", self.model_id),
             ]
-        return [_foundation_model_arn("*", self.model_id)]
+        return [_foundation_model_arn(scope, "*", self.model_id)]
 
     def _targets(self, scope: Construct) -> list[_Target]:
         profile = self.arn(scope)

@@ -55,7 +55,30 @@ NO_PROFILE = "none"
 # CloudWatch Logs accepts only these retention periods (days), in RetentionDays' declaration order.
 _RETENTION_DAYS = dict(
     zip(
-        (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653),
+        (
+            1,
+            3,
+            5,
+            7,
+            14,
+            30,
+            60,
+            90,
+            120,
+            150,
+            180,
+            365,
+            400,
+            545,
+            731,
+            1096,
+            1827,
+            2192,
+            2557,
+            2922,
+            3288,
+            3653,
+        ),
         (r for r in logs.RetentionDays if r is not logs.RetentionDays.INFINITE),
         strict=True,
     )
@@ -84,7 +107,10 @@ class BedrockSettings:
         boolean(), "Create an application inference profile (cost-allocation tags) and call through it."
     )
     cost_tags: dict[str, str] = setting(
-        mapping(text(rf"{TAG_PATTERN}", description="a tag value", max_length=256), key_pattern=r"[a-zA-Z0-9 ._:/=+@-]{1,128}"),
+        mapping(
+            text(rf"{TAG_PATTERN}", description="a tag value", max_length=256),
+            key_pattern=r"[a-zA-Z0-9 ._:/=+@-]{1,128}",
+        ),
         "Tags on the application inference profile; activate them as cost-allocation tags.",
     )
     application_role_principal: str = setting(
@@ -97,7 +123,12 @@ class BedrockSettings:
     )
     guardrail_tier: str = setting(choice("CLASSIC", "STANDARD"), "Guardrail safeguard tier.")
     guardrail_profile: str | None = setting(
-        optional(text(r"[a-z0-9-]+\.guardrail\.v[0-9:]+", description="a guardrail profile id such as us.guardrail.v1:0")),
+        optional(
+            text(
+                r"[a-z0-9-]+\.guardrail\.v[0-9:]+",
+                description="a guardrail profile id such as us.guardrail.v1:0",
+            )
+        ),
         "Cross-Region guardrail profile id; required for the STANDARD tier.",
     )
     invocation_logging: bool = setting(
@@ -105,16 +136,26 @@ class BedrockSettings:
         "Turn on model-invocation logging for the whole account and Region (only one stack per account and "
         "Region may do this).",
     )
-    log_retention_days: int = setting(integer(1, 3653), "Retention of invocation logs in CloudWatch Logs, in days.")
-    log_object_expiration_days: int = setting(integer(1, 3650), "Days before invocation-log objects expire in S3.")
+    log_retention_days: int = setting(
+        integer(1, 3653), "Retention of invocation logs in CloudWatch Logs, in days."
+    )
+    log_object_expiration_days: int = setting(
+        integer(1, 3650), "Days before invocation-log objects expire in S3."
+    )
     tpm_quota: int = setting(
         integer(1, 1_000_000_000), "The account's tokens-per-minute quota for the model (Service Quotas)."
     )
     tpm_alarm_percent: float = setting(number(1, 100), "Alarm above this share of the TPM quota (%).")
-    latency_p99_alarm_ms: int = setting(integer(1, 3_600_000), "Alarm when p99 invocation latency exceeds (ms).")
+    latency_p99_alarm_ms: int = setting(
+        integer(1, 3_600_000), "Alarm when p99 invocation latency exceeds (ms)."
+    )
     ttft_p90_alarm_ms: int = setting(integer(1, 600_000), "Alarm when p90 time to first token exceeds (ms).")
-    server_error_rate_alarm_percent: float = setting(number(0.01, 100), "Alarm above this server-error rate (%).")
-    throttle_alarm_count: int = setting(integer(0, 1_000_000), "Alarm when 5-minute throttles exceed, 15 min running.")
+    server_error_rate_alarm_percent: float = setting(
+        number(0.01, 100), "Alarm above this server-error rate (%)."
+    )
+    throttle_alarm_count: int = setting(
+        integer(0, 1_000_000), "Alarm when 5-minute throttles exceed, 15 min running."
+    )
     guardrail_intervention_alarm_percent: float = setting(
         number(0.01, 100), "Alarm above this guardrail intervention rate (%)."
     )
@@ -172,7 +213,9 @@ def _principal(value: str) -> iam.IPrincipal:
 class BedrockStack(Stack):
     """The bedrock tier: guardrail, inference profile, enforced invoke access, logging, dashboard and alarms."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: BedrockSettings, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: BedrockSettings, **kwargs: Any
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.guardrail = Guardrail(
             self,
@@ -254,12 +297,26 @@ class BedrockStack(Stack):
 
     def _outputs(self, *, model_id: str, profile_arn: str) -> None:
         guardrail = self.guardrail
-        CfnOutput(self, "GuardrailId", value=guardrail.guardrail_id, description="Guardrail id (guardrailIdentifier)")
-        CfnOutput(self, "GuardrailVersion", value=guardrail.guardrail_version, description="Guardrail version to pass")
+        CfnOutput(
+            self,
+            "GuardrailId",
+            value=guardrail.guardrail_id,
+            description="Guardrail id (guardrailIdentifier)",
+        )
+        CfnOutput(
+            self,
+            "GuardrailVersion",
+            value=guardrail.guardrail_version,
+            description="Guardrail version to pass",
+        )
         CfnOutput(self, "GuardrailArn", value=guardrail.guardrail_arn, description="Guardrail ARN")
-        CfnOutput(self, "InferenceProfileArn", value=profile_arn, description="Inference profile the app calls")
+        CfnOutput(
+            self, "InferenceProfileArn", value=profile_arn, description="Inference profile the app calls"
+        )
         CfnOutput(self, "ModelId", value=model_id, description="The modelId to call")
-        CfnOutput(self, "ApplicationRoleArn", value=self.application_role.role_arn, description="Role to assume")
+        CfnOutput(
+            self, "ApplicationRoleArn", value=self.application_role.role_arn, description="Role to assume"
+        )
         CfnOutput(
             self,
             "DashboardUrl",
@@ -274,7 +331,7 @@ class BedrockStack(Stack):
             description="Run with credentials of the application role",
             value=(
                 f"aws bedrock-runtime converse --region {self.region} --model-id {model_id} "
-                "--messages '[{\"role\":\"user\",\"content\":[{\"text\":\"Hello\"}]}]' "
+                '--messages \'[{"role":"user","content":[{"text":"Hello"}]}]\' '
                 f"--guardrail-config guardrailIdentifier={guardrail.guardrail_id},"
                 f"guardrailVersion={guardrail.guardrail_version},trace=enabled"
             ),
@@ -282,8 +339,11 @@ class BedrockStack(Stack):
 
 
 def build(app: Construct, settings: BedrockSettings) -> list[Stack]:
-    return [BedrockStack(app, STACK_NAME, settings=settings, description="inference-tiers: Bedrock + Guardrails tier")]
+    return [
+        BedrockStack(
+            app, STACK_NAME, settings=settings, description="inference-tiers: Bedrock + Guardrails tier"
+        )
+    ]
 
 
 TIER = Tier(spec=TierSpec("bedrock", BedrockSettings), build=build)
-
