@@ -68,9 +68,11 @@ class ModelInvocationLogging(Construct):
             raise ValueError(
                 f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected letters, digits, '-', '_' or '/'"
             )
-        if object_expiration.to_days() < 1:
+        day_ms = 86_400_000
+        if object_expiration.to_milliseconds() < day_ms or object_expiration.to_milliseconds() % day_ms:
             raise ValueError(
-                f"ModelInvocationLogging.object_expiration: got {object_expiration.to_days()} days; expected >= 1"
+                f"ModelInvocationLogging.object_expiration: got {object_expiration.to_human_string()}; expected a "
+                "whole number of days, at least 1"
             )
         stack = Stack.of(self)
         bedrock_in_this_account = {
@@ -116,14 +118,15 @@ class ModelInvocationLogging(Construct):
             )
         )
 
-        # Server access logs need SSE-S3 on their target bucket, and logging that bucket would recurse.
+        # Server access logs need SSE-S3 on their target bucket, and logging that bucket would recurse. Object
+        # ownership is left to aws-cdk: a bucket policy for log delivery under the
+        # @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy flag (set in cdk.json), ACLs in apps without it.
         self.access_logs_bucket = s3.Bucket(
             self,
             "AccessLogsBucket",
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             removal_policy=RemovalPolicy.RETAIN,
             lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)],
         )

@@ -44,8 +44,17 @@ class Geography(StrEnum):
     GLOBAL = "global"
 
 
+def has_geography_prefix(model_id: str) -> bool:
+    """``us.amazon.nova...`` is an inference-profile id, not a model id."""
+    return model_id.split(".", 1)[0] in {g.value for g in Geography}
+
+
 def _check_model_id(model_id: str, where: str) -> None:
-    if not isinstance(model_id, str) or not re.fullmatch(MODEL_ID_PATTERN, model_id):
+    if (
+        not isinstance(model_id, str)
+        or not re.fullmatch(MODEL_ID_PATTERN, model_id)
+        or has_geography_prefix(model_id)
+    ):
         raise ValueError(
             f"{where}: got {model_id!r}; expected a Bedrock foundation-model id such as "
             "'amazon.nova-2-lite-v1:0' (no geography prefix; pass that as the geography)"

@@ -46,6 +46,7 @@ from inference_tiers.constructs.model_access import (
     FoundationModel,
     Geography,
     ModelInvokeAccess,
+    has_geography_prefix,
 )
 from inference_tiers.nag import acknowledge
 
@@ -165,6 +166,12 @@ class BedrockSettings:
     )
 
     def __post_init__(self) -> None:
+        if has_geography_prefix(self.model_id):
+            raise ConfigError(
+                "bedrock.model_id",
+                self.model_id,
+                "a foundation-model id without the geography prefix (set bedrock.inference_profile instead)",
+            )
         if self.log_retention_days not in _RETENTION_DAYS:
             raise ConfigError(
                 "bedrock.log_retention_days",
