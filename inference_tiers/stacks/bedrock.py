@@ -256,7 +256,7 @@ class BedrockStack(Stack):
         self.invoke_access = ModelInvokeAccess(
             self, "InvokeAccess", grantee=self.application_role, model=model, guardrail=self.guardrail
         )
-        self._acknowledge_model_wildcards(system_profile)
+        self._acknowledge_wildcards(system_profile, settings.guardrail_profile)
 
         self.invocation_logging: ModelInvocationLogging | None = None
         if settings.invocation_logging:
@@ -290,17 +290,24 @@ class BedrockStack(Stack):
             profile_arn = system_profile.arn(self)
         self._outputs(model_id=self.invoke_access.model_id, profile_arn=profile_arn)
 
-    def _acknowledge_model_wildcards(self, profile: CrossRegionProfile | None) -> None:
-        """The cross-Region grants name the model in every Region (IAM5); each is pinned to the profile."""
-        if profile is None or profile.geography is Geography.GLOBAL:
-            # Global profiles use the source-Region and Region-less model ARNs: no wildcard.
-            return
-        acknowledge(
-            self.application_role,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{profile.model_id}]",
-            f"The {profile.profile_id} cross-Region profile serves requests from the model in any Region of its "
-            "geography; the grant names one model and is pinned by bedrock:InferenceProfileArn to this profile.",
-        )
+    def _acknowledge_wildcards(self, profile: CrossRegionProfile | None, guardrail_profile: str | None) -> None:
+        """Cross-Region grants name one resource in every Region (IAM5), each for a documented reason."""
+        if profile is not None and profile.geography is not Geography.GLOBAL:
+            # Global profiles use the source-Region and Region-less model ARNs: no wildcard to acknowledge.
+            acknowledge(
+                self.application_role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{profile.model_id}]",
+                f"The {profile.profile_id} cross-Region profile serves requests from the model in any Region of "
+                "its geography; the grant names one model and is pinned by bedrock:InferenceProfileArn to it.",
+            )
+        if guardrail_profile is not None:
+            acknowledge(
+                self.application_role,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*:<AWS::AccountId>:guardrail-profile/"
+                f"{guardrail_profile}]",
+                f"A cross-Region guardrail evaluates in any destination Region of {guardrail_profile}, so "
+                "ApplyGuardrail needs that one guardrail profile in every Region of this account.",
+            )
 
     def _outputs(self, *, model_id: str, profile_arn: str) -> None:
         guardrail = self.guardrail
