@@ -74,8 +74,12 @@ def test_create_and_update_put_the_configuration_and_delete_removes_it(built: An
 def test_custom_resource_runs_after_its_destinations_and_their_permissions(built: Any) -> None:
     stack, logging, template = built
     depends_on = set(_custom_resource(template)["DependsOn"])
-    for construct in (logging.bucket.policy, logging.log_group, logging.role, logging.role.node.find_child("DefaultPolicy")):
-        assert stack.get_logical_id(construct.node.default_child) in depends_on
+    waits_for = {logging.bucket.policy, logging.role.node.find_child("DefaultPolicy")}
+    assert {stack.get_logical_id(c.node.default_child) for c in waits_for} <= depends_on
+    # The bucket, log group and role are referenced by the call itself, so CloudFormation orders them too.
+    create = json.dumps(_custom_resource(template)["Properties"]["Create"])
+    for construct in (logging.bucket, logging.log_group, logging.role):
+        assert stack.get_logical_id(construct.node.default_child) in create
 
 
 def test_custom_resource_policy_is_least_privilege(built: Any) -> None:

@@ -129,7 +129,7 @@ class BedrockMonitoring(Construct):
             self._rate("InvocationServerErrors", "Server error rate (%)"),
             threshold=server_error_rate_alarm_percent,
             evaluation_periods=3,
-            description=f"More than {server_error_rate_alarm_percent}% of {model_id} invocations fail server-side",
+            description=f"More than {server_error_rate_alarm_percent:g}% of {model_id} invocations fail server-side",
         )
         self._alarm(
             "LatencyP99",
@@ -150,7 +150,7 @@ class BedrockMonitoring(Construct):
             self.metric_tpm_quota_usage_percent(),
             threshold=tpm_alarm_percent,
             evaluation_periods=5,
-            description=f"{model_id} uses more than {tpm_alarm_percent}% of its {tpm_quota} tokens-per-minute quota",
+            description=f"{model_id} uses more than {tpm_alarm_percent:g}% of its {tpm_quota} tokens-per-minute quota",
         )
         if guardrail is not None:
             self._alarm(
@@ -158,7 +158,7 @@ class BedrockMonitoring(Construct):
                 guardrail.metric_intervention_rate(),
                 threshold=intervention_rate_alarm_percent,
                 evaluation_periods=3,
-                description=f"The guardrail intervened on more than {intervention_rate_alarm_percent}% of calls",
+                description=f"The guardrail intervened on more than {intervention_rate_alarm_percent:g}% of calls",
             )
         if log_delivery_alarm:
             self._alarm(

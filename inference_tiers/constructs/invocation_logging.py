@@ -231,9 +231,11 @@ class ModelInvocationLogging(Construct):
             install_latest_aws_sdk=False,  # the Lambda runtime's SDK has the Bedrock client; no npm at deploy
             log_group=self.provider_log_group,
         )
-        # PutModelInvocationLoggingConfiguration checks the destinations' permissions when it is called.
-        for dependency in (self.bucket, self.log_group, self.role, self.kms_key):
-            self.custom_resource.node.add_dependency(dependency)
+        # PutModelInvocationLoggingConfiguration checks the destinations' permissions when it is called: the
+        # call waits for the bucket policy and the role's policy (the bucket, log group and role it references).
+        call = self.custom_resource.node.find_child("Resource")
+        assert self.bucket.policy is not None  # created by enforce_ssl and the Bedrock statement above
+        call.node.add_dependency(self.bucket.policy, self.role.node.find_child("DefaultPolicy"))
         acknowledge(
             self.custom_resource,
             "AwsSolutions-IAM5[Resource::*]",
