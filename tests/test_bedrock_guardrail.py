@@ -86,7 +86,9 @@ def test_defaults_add_profanity_pii_cmk_and_classic_tier() -> None:
     assert props["ContentPolicyConfig"]["ContentFiltersTierConfig"] == {"TierName": "CLASSIC"}
     assert props["KmsKeyArn"] == stack.resolve(guardrail.kms_key.key_arn)
     assert "CrossRegionConfig" not in props and "TopicPolicyConfig" not in props
-    template.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Retain", "Properties": {"EnableKeyRotation": True}})
+    template.has_resource(
+        "AWS::KMS::Key", {"DeletionPolicy": "Retain", "Properties": {"EnableKeyRotation": True}}
+    )
     assert 1 <= len(props["Name"]) <= 50
 
 
@@ -106,7 +108,9 @@ def test_every_policy_renders_with_the_cloudformation_property_names() -> None:
                 input_modalities=(Modality.TEXT, Modality.IMAGE),
             )
         ],
-        denied_topics=[DeniedTopic(name="Investment advice", definition="Advice on stocks.", examples=("Buy?",))],
+        denied_topics=[
+            DeniedTopic(name="Investment advice", definition="Advice on stocks.", examples=("Buy?",))
+        ],
         word_filters=["acme-secret", WordFilter(text="codename", output_action=GuardrailAction.NONE)],
         profanity_filter=False,
         pii_entities=[PiiEntity(type=PiiEntityType.NAME, input_action=PiiAction.ANONYMIZE)],
@@ -190,11 +194,15 @@ def test_standard_tier_sets_both_tier_configs_and_the_cross_region_profile() -> 
         cross_region_guardrail_profile="us.guardrail.v1:0",
         denied_topics=[DeniedTopic(name="Medical", definition="Medical advice.")],
     )
-    props = next(iter(Template.from_stack(stack).find_resources("AWS::Bedrock::Guardrail").values()))["Properties"]
+    props = next(iter(Template.from_stack(stack).find_resources("AWS::Bedrock::Guardrail").values()))[
+        "Properties"
+    ]
     assert props["ContentPolicyConfig"]["ContentFiltersTierConfig"] == {"TierName": "STANDARD"}
     assert props["TopicPolicyConfig"]["TopicsTierConfig"] == {"TierName": "STANDARD"}
     assert props["CrossRegionConfig"] == {
-        "GuardrailProfileArn": _arn(stack, "bedrock:us-east-1:111122223333:guardrail-profile/us.guardrail.v1:0")
+        "GuardrailProfileArn": _arn(
+            stack, "bedrock:us-east-1:111122223333:guardrail-profile/us.guardrail.v1:0"
+        )
     }
 
 
@@ -244,7 +252,10 @@ def test_version_references_the_guardrail_and_carries_the_policy_hash() -> None:
     assert stack.resolve(guardrail.versioned_arn) == {
         "Fn::Join": [
             ":",
-            [stack.resolve(guardrail.guardrail_arn), {"Fn::GetAtt": [stack.get_logical_id(guardrail.version), "Version"]}],
+            [
+                stack.resolve(guardrail.guardrail_arn),
+                {"Fn::GetAtt": [stack.get_logical_id(guardrail.version), "Version"]},
+            ],
         ]
     }
 
@@ -264,7 +275,11 @@ def test_grant_apply_allows_apply_guardrail_and_kms_decrypt() -> None:
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     guardrail.grant_apply(role)
     assert _policy_statements(stack) == [
-        {"Action": "bedrock:ApplyGuardrail", "Effect": "Allow", "Resource": stack.resolve(guardrail.guardrail_arn)},
+        {
+            "Action": "bedrock:ApplyGuardrail",
+            "Effect": "Allow",
+            "Resource": stack.resolve(guardrail.guardrail_arn),
+        },
         {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": stack.resolve(guardrail.kms_key.key_arn)},
     ]
 
@@ -317,32 +332,71 @@ def test_metrics_use_the_guardrails_namespace_and_this_version() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: ContentFilter(type="HATE", input_strength="VERY_HIGH"), r"input_strength: got 'VERY_HIGH'; expected one of NONE, LOW, MEDIUM, HIGH"),
+        (
+            lambda: ContentFilter(type="HATE", input_strength="VERY_HIGH"),
+            r"input_strength: got 'VERY_HIGH'; expected one of NONE, LOW, MEDIUM, HIGH",
+        ),
         (lambda: ContentFilter(type="HATE", output_strength="max"), r"output_strength: got 'max'"),
         (lambda: ContentFilter(type="GORE"), r"ContentFilter.type: got 'GORE'; expected one of SEXUAL"),
-        (lambda: ContentFilter(type="HATE", input_action="ALLOW"), r"input_action: got 'ALLOW'; expected one of BLOCK, NONE"),
-        (lambda: ContentFilter(type="HATE", input_modalities=()), r"input_modalities: got \(\); expected one or two"),
+        (
+            lambda: ContentFilter(type="HATE", input_action="ALLOW"),
+            r"input_action: got 'ALLOW'; expected one of BLOCK, NONE",
+        ),
+        (
+            lambda: ContentFilter(type="HATE", input_modalities=()),
+            r"input_modalities: got \(\); expected one or two",
+        ),
         (lambda: ContentFilter(type="HATE", output_modalities=("TEXT", "TEXT")), r"duplicates \['TEXT'\]"),
-        (lambda: ContentFilter(type="HATE", output_modalities=("AUDIO",)), r"got 'AUDIO'; expected one of TEXT, IMAGE"),
+        (
+            lambda: ContentFilter(type="HATE", output_modalities=("AUDIO",)),
+            r"got 'AUDIO'; expected one of TEXT, IMAGE",
+        ),
         (
             lambda: ContentFilter(type=ContentFilterType.PROMPT_ATTACK, output_strength="LOW"),
             r"PROMPT_ATTACK\)\.output_strength: got 'LOW'; expected NONE",
         ),
-        (lambda: DeniedTopic(name="Bad/name", definition="x"), r"DeniedTopic\('Bad/name'\)\.name: got 'Bad/name'; expected a string matching"),
-        (lambda: DeniedTopic(name="ok", definition=""), r"definition: got ''; expected a string of 1 to 1000"),
-        (lambda: DeniedTopic(name="ok", definition="d", examples=("a",) * 6), r"got 6 examples; expected at most 5"),
-        (lambda: DeniedTopic(name="ok", definition="d", examples=("x" * 101,)), r"examples\[0\]: got 'x+'; expected a string of 1 to 100"),
+        (
+            lambda: DeniedTopic(name="Bad/name", definition="x"),
+            r"DeniedTopic\('Bad/name'\)\.name: got 'Bad/name'; expected a string matching",
+        ),
+        (
+            lambda: DeniedTopic(name="ok", definition=""),
+            r"definition: got ''; expected a string of 1 to 1000",
+        ),
+        (
+            lambda: DeniedTopic(name="ok", definition="d", examples=("a",) * 6),
+            r"got 6 examples; expected at most 5",
+        ),
+        (
+            lambda: DeniedTopic(name="ok", definition="d", examples=("x" * 101,)),
+            r"examples\[0\]: got 'x+'; expected a string of 1 to 100",
+        ),
         (lambda: WordFilter(text=""), r"WordFilter.text: got ''"),
         (lambda: PiiEntity(type="SHOE_SIZE"), r"PiiEntity.type: got 'SHOE_SIZE'"),
-        (lambda: PiiEntity(type="EMAIL", output_action="MASK"), r"PiiEntity\(EMAIL\)\.output_action: got 'MASK'; expected one of BLOCK, ANONYMIZE, NONE"),
+        (
+            lambda: PiiEntity(type="EMAIL", output_action="MASK"),
+            r"PiiEntity\(EMAIL\)\.output_action: got 'MASK'; expected one of BLOCK, ANONYMIZE, NONE",
+        ),
         (lambda: RegexFilter(name="", pattern="x"), r"RegexFilter\(''\)\.name: got ''"),
         (lambda: RegexFilter(name="r", pattern=""), r"pattern: got ''"),
-        (lambda: ContextualGrounding(grounding_threshold=1.5), r"grounding_threshold: got 1.5; expected a number from 0 to 0.99"),
+        (
+            lambda: ContextualGrounding(grounding_threshold=1.5),
+            r"grounding_threshold: got 1.5; expected a number from 0 to 0.99",
+        ),
         (lambda: ContextualGrounding(relevance_threshold=-0.1), r"relevance_threshold: got -0.1"),
-        (lambda: ContextualGrounding(grounding_threshold=None, relevance_threshold=None), r"got no threshold"),
+        (
+            lambda: ContextualGrounding(grounding_threshold=None, relevance_threshold=None),
+            r"got no threshold",
+        ),
         (lambda: AutomatedReasoning(policy_arns=()), r"got 0 ARNs; expected one or two"),
-        (lambda: AutomatedReasoning(policy_arns=("arn:aws:s3:::bucket",)), r"policy_arns\[0\]: got 'arn:aws:s3:::bucket'"),
-        (lambda: AutomatedReasoning(policy_arns=(AR_POLICY,), confidence_threshold=2), r"confidence_threshold: got 2; expected a number from 0 to 1"),
+        (
+            lambda: AutomatedReasoning(policy_arns=("arn:aws:s3:::bucket",)),
+            r"policy_arns\[0\]: got 'arn:aws:s3:::bucket'",
+        ),
+        (
+            lambda: AutomatedReasoning(policy_arns=(AR_POLICY,), confidence_threshold=2),
+            r"confidence_threshold: got 2; expected a number from 0 to 1",
+        ),
     ],
 )
 def test_policy_values_are_validated(build: Any, message: str) -> None:
@@ -355,16 +409,28 @@ def test_policy_values_are_validated(build: Any, message: str) -> None:
     [
         ({"tier": GuardrailTier.STANDARD}, r"tier: got 'STANDARD' without cross_region_guardrail_profile"),
         ({"tier": "PREMIUM"}, r"Guardrail.tier: got 'PREMIUM'; expected one of CLASSIC, STANDARD"),
-        ({"cross_region_guardrail_profile": "us-guardrail"}, r"cross_region_guardrail_profile: got 'us-guardrail'"),
+        (
+            {"cross_region_guardrail_profile": "us-guardrail"},
+            r"cross_region_guardrail_profile: got 'us-guardrail'",
+        ),
         ({"guardrail_name": "has space"}, r"guardrail_name: got 'has space'; expected a string matching"),
         ({"guardrail_name": "x" * 51}, r"guardrail_name: got 'x+'; expected a string of 1 to 50"),
         ({"description": "d" * 201}, r"description: got 'd+'; expected a string of 1 to 200"),
         ({"blocked_input_message": ""}, r"blocked_input_message: got ''; expected a string of 1 to 500"),
-        ({"blocked_output_message": "m" * 501}, r"blocked_output_message: got 'm+'; expected a string of 1 to 500"),
-        ({"content_filters": [ContentFilter(type="HATE")] * 2}, r"content_filters types: got duplicates \['HATE'\]"),
+        (
+            {"blocked_output_message": "m" * 501},
+            r"blocked_output_message: got 'm+'; expected a string of 1 to 500",
+        ),
+        (
+            {"content_filters": [ContentFilter(type="HATE")] * 2},
+            r"content_filters types: got duplicates \['HATE'\]",
+        ),
         ({"content_filters": ["HATE"]}, r"content_filters: got 'HATE'; expected ContentFilter instances"),
         ({"denied_topics": [DeniedTopic(name=f"t{i}", definition="d") for i in range(31)]}, r"got 31 topics"),
-        ({"denied_topics": [DeniedTopic(name="t", definition="d")] * 2}, r"denied_topics names: got duplicates"),
+        (
+            {"denied_topics": [DeniedTopic(name="t", definition="d")] * 2},
+            r"denied_topics names: got duplicates",
+        ),
         ({"word_filters": ["w", "w"]}, r"word_filters: got duplicates \['w'\]"),
         ({"pii_entities": [PiiEntity(type="EMAIL")] * 2}, r"pii_entities types: got duplicates \['EMAIL'\]"),
         ({"regex_filters": [RegexFilter(name=f"r{i}", pattern="x") for i in range(31)]}, r"got 31 filters"),
@@ -383,7 +449,9 @@ def test_a_partial_policy_is_valid_and_omits_the_rest() -> None:
     props = _guardrail_props(content_filters=(), pii_entities=(), profanity_filter=False, word_filters=["x"])
     assert set(props) >= {"WordPolicyConfig"}
     assert not {"ContentPolicyConfig", "SensitiveInformationPolicyConfig"} & set(props)
-    assert props["WordPolicyConfig"] == {"WordsConfig": [{"Text": "x", "InputAction": "BLOCK", "OutputAction": "BLOCK"}]}
+    assert props["WordPolicyConfig"] == {
+        "WordsConfig": [{"Text": "x", "InputAction": "BLOCK", "OutputAction": "BLOCK"}]
+    }
 
 
 def test_template_has_exactly_one_guardrail_and_version() -> None:

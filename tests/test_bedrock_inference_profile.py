@@ -8,7 +8,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
-from inference_tiers.constructs import ApplicationInferenceProfile, CrossRegionProfile, FoundationModel, Geography
+from inference_tiers.constructs import (
+    ApplicationInferenceProfile,
+    CrossRegionProfile,
+    FoundationModel,
+    Geography,
+)
 
 MODEL = "amazon.nova-2-lite-v1:0"
 CRIS = CrossRegionProfile(model_id=MODEL, geography=Geography.US)
@@ -17,7 +22,9 @@ CRIS = CrossRegionProfile(model_id=MODEL, geography=Geography.US)
 def _profile(**kwargs: Any) -> tuple[cdk.Stack, dict[str, Any]]:
     stack = cdk.Stack(cdk.App(), "Stack")
     ApplicationInferenceProfile(stack, "Profile", **{"model_source": CRIS, **kwargs})
-    (resource,) = Template.from_stack(stack).find_resources("AWS::Bedrock::ApplicationInferenceProfile").values()
+    (resource,) = (
+        Template.from_stack(stack).find_resources("AWS::Bedrock::ApplicationInferenceProfile").values()
+    )
     return stack, resource["Properties"]
 
 
@@ -64,7 +71,10 @@ def test_generated_name_matches_the_pattern_and_changes_with_the_model_source() 
         ({"profile_name": "double--dash"}, r"profile_name: got 'double--dash'"),
         ({"profile_name": "-leading"}, r"profile_name: got '-leading'"),
         ({"profile_name": "x" * 65}, r"profile_name: got 'x+'; expected 1 to 64"),
-        ({"description": "Costs, per team"}, r"description: got 'Costs, per team'; expected 1 to 200 characters"),
+        (
+            {"description": "Costs, per team"},
+            r"description: got 'Costs, per team'; expected 1 to 200 characters",
+        ),
         ({"description": "d" * 201}, r"description: got 'd+'; expected 1 to 200"),
         ({"cost_tags": {"aws:reserved": "x"}}, r"cost_tags: got tag key 'aws:reserved'"),
         ({"cost_tags": {"team": "a&b"}}, r"cost_tags: got tag value 'a&b' for 'team'"),

@@ -55,7 +55,10 @@ def test_create_and_update_put_the_configuration_and_delete_removes_it(built: An
                 "imageDataDeliveryEnabled": False,
                 "embeddingDataDeliveryEnabled": False,
                 "videoDataDeliveryEnabled": False,
-                "s3Config": {"bucketName": ref(logging.bucket.bucket_name), "keyPrefix": "bedrock-invocation-logs"},
+                "s3Config": {
+                    "bucketName": ref(logging.bucket.bucket_name),
+                    "keyPrefix": "bedrock-invocation-logs",
+                },
                 "cloudWatchConfig": {
                     "logGroupName": ref(logging.log_group.log_group_name),
                     "roleArn": ref(logging.role.role_arn),
@@ -67,7 +70,10 @@ def test_create_and_update_put_the_configuration_and_delete_removes_it(built: An
     props = resource["Properties"]
     assert _sdk_call(props["Create"]) == put
     assert _sdk_call(props["Update"]) == put
-    assert _sdk_call(props["Delete"]) == {"service": "Bedrock", "action": "DeleteModelInvocationLoggingConfiguration"}
+    assert _sdk_call(props["Delete"]) == {
+        "service": "Bedrock",
+        "action": "DeleteModelInvocationLoggingConfiguration",
+    }
     assert props["InstallLatestAwsSdk"] is False
 
 
@@ -84,13 +90,18 @@ def test_custom_resource_runs_after_its_destinations_and_their_permissions(built
 
 def test_custom_resource_policy_is_least_privilege(built: Any) -> None:
     stack, logging, template = built
-    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"PolicyName": Match.string_like_regexp("CustomResourcePolicy")}})
+    policies = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"PolicyName": Match.string_like_regexp("CustomResourcePolicy")}}
+    )
     (policy,) = policies.values()
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     statements[0]["Action"].sort()  # the order depends on the app's @aws-cdk/aws-iam:minimizePolicies flag
     assert statements == [
         {
-            "Action": ["bedrock:DeleteModelInvocationLoggingConfiguration", "bedrock:PutModelInvocationLoggingConfiguration"],
+            "Action": [
+                "bedrock:DeleteModelInvocationLoggingConfiguration",
+                "bedrock:PutModelInvocationLoggingConfiguration",
+            ],
             "Effect": "Allow",
             "Resource": "*",
         },
@@ -179,7 +190,10 @@ def test_destinations_are_encrypted_private_tls_only_and_retained(built: Any) ->
                     "ServerSideEncryptionConfiguration": [
                         {
                             "BucketKeyEnabled": True,
-                            "ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key_arn},
+                            "ServerSideEncryptionByDefault": {
+                                "SSEAlgorithm": "aws:kms",
+                                "KMSMasterKeyID": key_arn,
+                            },
                         }
                     ]
                 },
@@ -192,7 +206,9 @@ def test_destinations_are_encrypted_private_tls_only_and_retained(built: Any) ->
                 "LoggingConfiguration": {
                     "DestinationBucketName": stack.resolve(logging.access_logs_bucket.bucket_name)
                 },
-                "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({"ExpirationInDays": 365})])},
+                "LifecycleConfiguration": {
+                    "Rules": Match.array_with([Match.object_like({"ExpirationInDays": 365})])
+                },
             },
         },
     )
@@ -202,7 +218,11 @@ def test_destinations_are_encrypted_private_tls_only_and_retained(built: Any) ->
             "Bucket": stack.resolve(logging.bucket.bucket_name),
             "PolicyDocument": {
                 "Statement": Match.array_with(
-                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                    [
+                        Match.object_like(
+                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                        )
+                    ]
                 )
             },
         },
@@ -218,7 +238,12 @@ def test_destinations_are_encrypted_private_tls_only_and_retained(built: Any) ->
             "KeyPolicy": {
                 "Statement": Match.array_with(
                     [
-                        Match.object_like({"Principal": {"Service": "bedrock.amazonaws.com"}, "Action": "kms:GenerateDataKey"}),
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "bedrock.amazonaws.com"},
+                                "Action": "kms:GenerateDataKey",
+                            }
+                        ),
                         Match.object_like(
                             {"Principal": {"Service": stack.resolve(f"logs.{stack.region}.amazonaws.com")}}
                         ),
@@ -238,20 +263,29 @@ def test_no_fake_cloudformation_type_is_used(built: Any) -> None:
 def test_nag_passes_on_the_construct_alone(built: Any) -> None:
     stack, _, _ = built
     report = AwsSolutionsChecks().validate_scope(stack)
-    assert report.success, [(v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations]
+    assert report.success, [
+        (v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations
+    ]
 
 
 def test_only_one_per_account_and_region() -> None:
     app = cdk.App()
     ModelInvocationLogging(cdk.Stack(app, "One"), "Logging")
-    with pytest.raises(ValueError, match=r"got a second one at Two/Logging \(the first is at One/Logging\); expected one per account and Region"):
+    with pytest.raises(
+        ValueError,
+        match=r"got a second one at Two/Logging \(the first is at One/Logging\); expected one per account and Region",
+    ):
         ModelInvocationLogging(cdk.Stack(app, "Two"), "Logging")
 
 
 def test_different_regions_may_each_have_one() -> None:
     app = cdk.App()
-    ModelInvocationLogging(cdk.Stack(app, "East", env=cdk.Environment(account="111122223333", region="us-east-1")), "L")
-    ModelInvocationLogging(cdk.Stack(app, "West", env=cdk.Environment(account="111122223333", region="us-west-2")), "L")
+    ModelInvocationLogging(
+        cdk.Stack(app, "East", env=cdk.Environment(account="111122223333", region="us-east-1")), "L"
+    )
+    ModelInvocationLogging(
+        cdk.Stack(app, "West", env=cdk.Environment(account="111122223333", region="us-west-2")), "L"
+    )
     assert len([c for c in app.node.find_all() if isinstance(c, ModelInvocationLogging)]) == 2
 
 
@@ -260,7 +294,10 @@ def test_different_regions_may_each_have_one() -> None:
     [
         ({"text_data": False}, r"got every \*_data flag False"),
         ({"key_prefix": "bad prefix!"}, r"key_prefix: got 'bad prefix!'"),
-        ({"object_expiration": cdk.Duration.hours(1)}, r"object_expiration: got 1 hour; expected a whole number of days"),
+        (
+            {"object_expiration": cdk.Duration.hours(1)},
+            r"object_expiration: got 1 hour; expected a whole number of days",
+        ),
     ],
 )
 def test_invalid_input_is_rejected(kwargs: dict[str, Any], message: str) -> None:

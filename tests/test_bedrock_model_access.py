@@ -79,19 +79,27 @@ def test_geographic_profile_grants_the_profile_and_the_model_in_every_region_pin
 
 def test_global_profile_grants_the_source_region_and_regionless_model_pinned_to_it(f: Fixture) -> None:
     ModelInvokeAccess(
-        f.stack, "Access", grantee=f.role, model=CrossRegionProfile(model_id=MODEL, geography=Geography.GLOBAL)
+        f.stack,
+        "Access",
+        grantee=f.role,
+        model=CrossRegionProfile(model_id=MODEL, geography=Geography.GLOBAL),
     )
     profile = f.arn(f"bedrock:us-east-1:111122223333:inference-profile/global.{MODEL}")
     assert f.statements() == [
         _allow(profile),
         _allow(
-            [f.arn(f"bedrock:us-east-1::foundation-model/{MODEL}"), f.arn(f"bedrock:::foundation-model/{MODEL}")],
+            [
+                f.arn(f"bedrock:us-east-1::foundation-model/{MODEL}"),
+                f.arn(f"bedrock:::foundation-model/{MODEL}"),
+            ],
             {"bedrock:InferenceProfileArn": profile},
         ),
     ]
 
 
-def test_application_profile_on_a_cross_region_profile_grants_the_chain_pinned_to_the_profiles(f: Fixture) -> None:
+def test_application_profile_on_a_cross_region_profile_grants_the_chain_pinned_to_the_profiles(
+    f: Fixture,
+) -> None:
     aip = ApplicationInferenceProfile(
         f.stack, "Profile", model_source=CrossRegionProfile(model_id=MODEL, geography=Geography.EU)
     )
@@ -101,18 +109,24 @@ def test_application_profile_on_a_cross_region_profile_grants_the_chain_pinned_t
     assert f.statements() == [
         _allow(aip_arn),
         _allow(system, {"bedrock:InferenceProfileArn": aip_arn}),
-        _allow(f.arn(f"bedrock:*::foundation-model/{MODEL}"), {"bedrock:InferenceProfileArn": [aip_arn, system]}),
+        _allow(
+            f.arn(f"bedrock:*::foundation-model/{MODEL}"), {"bedrock:InferenceProfileArn": [aip_arn, system]}
+        ),
     ]
     assert f.resolve(access.model_id) == aip_arn
 
 
-def test_application_profile_on_a_foundation_model_grants_the_model_through_the_profile_only(f: Fixture) -> None:
+def test_application_profile_on_a_foundation_model_grants_the_model_through_the_profile_only(
+    f: Fixture,
+) -> None:
     aip = ApplicationInferenceProfile(f.stack, "Profile", model_source=FoundationModel(MODEL))
     ModelInvokeAccess(f.stack, "Access", grantee=f.role, model=aip.model_source)
     aip_arn = f.resolve(aip.profile_arn)
     assert f.statements() == [
         _allow(aip_arn),
-        _allow(f.arn(f"bedrock:us-east-1::foundation-model/{MODEL}"), {"bedrock:InferenceProfileArn": aip_arn}),
+        _allow(
+            f.arn(f"bedrock:us-east-1::foundation-model/{MODEL}"), {"bedrock:InferenceProfileArn": aip_arn}
+        ),
     ]
 
 
@@ -148,7 +162,11 @@ def test_guardrail_is_enforced_with_an_allow_and_deny_pair_plus_apply_guardrail(
             # StringNotEquals (not ...IfExists, not Null) also matches requests that carry no guardrail.
             "Condition": {"StringNotEquals": {"bedrock:GuardrailIdentifier": versioned}},
         },
-        {"Action": "bedrock:ApplyGuardrail", "Effect": "Allow", "Resource": f.resolve(guardrail.guardrail_arn)},
+        {
+            "Action": "bedrock:ApplyGuardrail",
+            "Effect": "Allow",
+            "Resource": f.resolve(guardrail.guardrail_arn),
+        },
         {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": f.resolve(guardrail.kms_key.key_arn)},
     ]
     Annotations.from_stack(f.stack).has_no_warning("*", Match.string_like_regexp("without a guardrail"))
@@ -160,7 +178,13 @@ def test_the_required_guardrail_identifier_is_the_numbered_version_arn(f: Fixtur
     condition = f.statements()[0]["Condition"]["StringEquals"]["bedrock:GuardrailIdentifier"]
     version_id = f.stack.get_logical_id(guardrail.version)  # type: ignore[arg-type]
     assert condition == {
-        "Fn::Join": [":", [{"Fn::GetAtt": [f.stack.get_logical_id(guardrail.resource), "GuardrailArn"]}, {"Fn::GetAtt": [version_id, "Version"]}]]
+        "Fn::Join": [
+            ":",
+            [
+                {"Fn::GetAtt": [f.stack.get_logical_id(guardrail.resource), "GuardrailArn"]},
+                {"Fn::GetAtt": [version_id, "Version"]},
+            ],
+        ]
     }
 
 
@@ -189,10 +213,15 @@ def test_every_allow_is_conditioned_and_the_deny_covers_every_allowed_resource(f
     [
         (lambda: FoundationModel("us.amazon.nova-2-lite-v1:0"), r"FoundationModel.model_id: got 'us.amazon"),
         (lambda: FoundationModel("Nova Lite"), r"got 'Nova Lite'; expected a Bedrock foundation-model id"),
-        (lambda: CrossRegionProfile(model_id=MODEL, geography="mars"), r"geography: got 'mars'; expected one of us, eu"),
+        (
+            lambda: CrossRegionProfile(model_id=MODEL, geography="mars"),
+            r"geography: got 'mars'; expected one of us, eu",
+        ),
         (lambda: CrossRegionProfile(model_id="", geography="us"), r"CrossRegionProfile.model_id: got ''"),
         (
-            lambda: ApplicationProfile(profile_arn="arn:aws:bedrock:us-east-1:1:foo/x", source=FoundationModel(MODEL)),
+            lambda: ApplicationProfile(
+                profile_arn="arn:aws:bedrock:us-east-1:1:foo/x", source=FoundationModel(MODEL)
+            ),
             r"profile_arn: got 'arn:aws:bedrock:us-east-1:1:foo/x'",
         ),
         (
@@ -209,18 +238,28 @@ def test_model_sources_are_validated(build: Any, message: str) -> None:
 def test_an_imported_application_profile_arn_is_accepted(f: Fixture) -> None:
     arn = "arn:aws:bedrock:us-east-1:111122223333:application-inference-profile/abc123def456"
     ModelInvokeAccess(
-        f.stack, "Access", grantee=f.role, model=ApplicationProfile(profile_arn=arn, source=FoundationModel(MODEL))
+        f.stack,
+        "Access",
+        grantee=f.role,
+        model=ApplicationProfile(profile_arn=arn, source=FoundationModel(MODEL)),
     )
     assert f.statements()[0] == _allow(arn)
 
 
 def test_model_must_be_a_model_source(f: Fixture) -> None:
-    with pytest.raises(ValueError, match=r"ModelInvokeAccess.model: got 'amazon.nova-2-lite-v1:0'; expected a"):
+    with pytest.raises(
+        ValueError, match=r"ModelInvokeAccess.model: got 'amazon.nova-2-lite-v1:0'; expected a"
+    ):
         ModelInvokeAccess(f.stack, "Access", grantee=f.role, model=MODEL)  # type: ignore[arg-type]
 
 
 def test_a_principal_that_cannot_hold_policies_is_rejected(f: Fixture) -> None:
-    with pytest.raises(ValueError, match=r"ModelInvokeAccess.grantee: got .*; expected a principal that can hold"):
+    with pytest.raises(
+        ValueError, match=r"ModelInvokeAccess.grantee: got .*; expected a principal that can hold"
+    ):
         ModelInvokeAccess(
-            f.stack, "Access", grantee=iam.ServicePrincipal("lambda.amazonaws.com"), model=FoundationModel(MODEL)
+            f.stack,
+            "Access",
+            grantee=iam.ServicePrincipal("lambda.amazonaws.com"),
+            model=FoundationModel(MODEL),
         )

@@ -30,7 +30,11 @@ def built() -> tuple[cdk.Stack, BedrockMonitoring, Template]:
 
 
 def _alarm(template: Template, construct_id: str) -> dict[str, Any]:
-    matches = [r for logical_id, r in template.find_resources("AWS::CloudWatch::Alarm").items() if construct_id in logical_id]
+    matches = [
+        r
+        for logical_id, r in template.find_resources("AWS::CloudWatch::Alarm").items()
+        if construct_id in logical_id
+    ]
     assert len(matches) == 1, construct_id
     props: dict[str, Any] = matches[0]["Properties"]
     return props
@@ -74,7 +78,12 @@ def test_single_metric_alarms(
 ) -> None:
     _, _, template = built
     props = _alarm(template, construct_id)
-    assert (props["Namespace"], props["MetricName"], props["Dimensions"], props["Statistic" if statistic == "Sum" else "ExtendedStatistic"]) == (
+    assert (
+        props["Namespace"],
+        props["MetricName"],
+        props["Dimensions"],
+        props["Statistic" if statistic == "Sum" else "ExtendedStatistic"],
+    ) == (
         "AWS/Bedrock",
         metric,
         MODEL_DIMENSION,
@@ -88,7 +97,13 @@ def test_server_error_rate_alarm_divides_errors_by_invocations(built: Any) -> No
     props = _alarm(template, "ServerErrorRate")
     metrics = {m["Id"]: m for m in props["Metrics"]}
     assert metrics["expr_1"]["Expression"] == "IF(invocations > 0, 100 * errors / invocations, 0)"
-    assert _metric_stat(metrics["errors"]) == ("AWS/Bedrock", "InvocationServerErrors", MODEL_DIMENSION, "Sum", 300)
+    assert _metric_stat(metrics["errors"]) == (
+        "AWS/Bedrock",
+        "InvocationServerErrors",
+        MODEL_DIMENSION,
+        "Sum",
+        300,
+    )
     assert _metric_stat(metrics["invocations"]) == ("AWS/Bedrock", "Invocations", MODEL_DIMENSION, "Sum", 300)
     assert props["Threshold"] == 1
 
@@ -98,7 +113,13 @@ def test_tpm_alarm_compares_estimated_usage_per_minute_to_the_configured_quota(b
     props = _alarm(template, "TpmQuotaUsage")
     metrics = {m["Id"]: m for m in props["Metrics"]}
     assert metrics["expr_1"]["Expression"] == "100 * usage / 400000"
-    assert _metric_stat(metrics["usage"]) == ("AWS/Bedrock", "EstimatedTPMQuotaUsage", MODEL_DIMENSION, "Sum", 60)
+    assert _metric_stat(metrics["usage"]) == (
+        "AWS/Bedrock",
+        "EstimatedTPMQuotaUsage",
+        MODEL_DIMENSION,
+        "Sum",
+        60,
+    )
     assert (props["Threshold"], props["EvaluationPeriods"]) == (80, 5)
 
 
@@ -121,25 +142,48 @@ def test_log_delivery_alarm_fires_on_any_failure(built: Any) -> None:
     props = _alarm(template, "LogDeliveryFailures")
     metrics = {m["Id"]: m for m in props["Metrics"]}
     assert metrics["expr_1"]["Expression"] == "FILL(cw, 0) + FILL(s3, 0)"
-    assert _metric_stat(metrics["cw"])[:3] == ("AWS/Bedrock", "ModelInvocationLogsCloudWatchDeliveryFailure", [])
+    assert _metric_stat(metrics["cw"])[:3] == (
+        "AWS/Bedrock",
+        "ModelInvocationLogsCloudWatchDeliveryFailure",
+        [],
+    )
     assert _metric_stat(metrics["s3"])[:3] == ("AWS/Bedrock", "ModelInvocationLogsS3DeliveryFailure", [])
     assert (props["Threshold"], props["EvaluationPeriods"]) == (0, 1)
 
 
 def test_topic_is_kms_encrypted_tls_only_and_subscribed(built: Any) -> None:
     stack, monitoring, template = built
-    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": stack.resolve(monitoring.topic_key.key_arn)})
+    template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": stack.resolve(monitoring.topic_key.key_arn)}
+    )
     template.has_resource_properties(
         "AWS::SNS::TopicPolicy",
-        {"PolicyDocument": {"Statement": [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]}},
+        {
+            "PolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                    )
+                ]
+            }
+        },
     )
-    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"}
+    )
     template.has_resource_properties(
         "AWS::KMS::Key",
         {
             "KeyPolicy": {
                 "Statement": Match.array_with(
-                    [Match.object_like({"Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": ["kms:Decrypt", "kms:GenerateDataKey"]})]
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                            }
+                        )
+                    ]
                 )
             }
         },
@@ -180,7 +224,10 @@ def test_optional_alarms_are_left_out_without_guardrail_or_logging() -> None:
     ("kwargs", "message"),
     [
         ({"tpm_quota": 0}, r"tpm_quota: got 0; expected a positive integer"),
-        ({"tpm_alarm_percent": 150}, r"tpm_alarm_percent: got 150; expected a number above 0 and at most 100"),
+        (
+            {"tpm_alarm_percent": 150},
+            r"tpm_alarm_percent: got 150; expected a number above 0 and at most 100",
+        ),
         ({"server_error_rate_alarm_percent": 0}, r"server_error_rate_alarm_percent: got 0"),
         ({"intervention_rate_alarm_percent": -1}, r"intervention_rate_alarm_percent: got -1"),
         ({"throttle_alarm_count": -1}, r"throttle_alarm_count: got -1; expected an integer >= 0"),
@@ -189,4 +236,6 @@ def test_optional_alarms_are_left_out_without_guardrail_or_logging() -> None:
 )
 def test_invalid_input_is_rejected(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        BedrockMonitoring(cdk.Stack(cdk.App(), "Stack"), "Monitoring", **{"model_id": PROFILE, "tpm_quota": 1000, **kwargs})
+        BedrockMonitoring(
+            cdk.Stack(cdk.App(), "Stack"), "Monitoring", **{"model_id": PROFILE, "tpm_quota": 1000, **kwargs}
+        )

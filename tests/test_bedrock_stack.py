@@ -28,7 +28,9 @@ OUTPUTS = {
 
 
 def _role_trust(template: Template) -> list[dict[str, Any]]:
-    roles = template.find_resources("AWS::IAM::Role", {"Properties": {"Description": Match.string_like_regexp("^Application role")}})
+    roles = template.find_resources(
+        "AWS::IAM::Role", {"Properties": {"Description": Match.string_like_regexp("^Application role")}}
+    )
     (role,) = roles.values()
     statements: list[dict[str, Any]] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     return statements
@@ -36,7 +38,9 @@ def _role_trust(template: Template) -> list[dict[str, Any]]:
 
 def _nag_and_lint(build: TierBuild) -> None:
     report = AwsSolutionsChecks().validate_scope(build.app)
-    assert report.success, [(v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations]
+    assert report.success, [
+        (v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations
+    ]
     for name, template in build.templates().items():
         assert cfn_lint_errors(template) == [], name
 
@@ -50,7 +54,9 @@ def test_outputs_are_exactly_the_agreed_ones(tier_build: Callable[[str], TierBui
     assert set(build.template().find_outputs("*")) == OUTPUTS
 
 
-def test_model_id_and_profile_outputs_are_the_application_profile(tier_build: Callable[[str], TierBuild]) -> None:
+def test_model_id_and_profile_outputs_are_the_application_profile(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
     build = tier_build("bedrock")
     stack = build.stacks[0]
     outputs = build.template().find_outputs("*")
@@ -59,7 +65,11 @@ def test_model_id_and_profile_outputs_are_the_application_profile(tier_build: Ca
     build.template().has_resource_properties(
         "AWS::Bedrock::ApplicationInferenceProfile",
         {
-            "ModelSource": {"CopyFrom": Match.object_like({"Fn::Join": ["", Match.array_with([":inference-profile/us.amazon.nova-2-lite-v1:0"])]})},
+            "ModelSource": {
+                "CopyFrom": Match.object_like(
+                    {"Fn::Join": ["", Match.array_with([":inference-profile/us.amazon.nova-2-lite-v1:0"])]}
+                )
+            },
             "Tags": Match.array_with([{"Key": "cost-center", "Value": "generative-ai"}]),
         },
     )
@@ -74,20 +84,40 @@ def test_converse_example_passes_the_guardrail_version(tier_build: Callable[[str
     assert any("--guardrail-config guardrailIdentifier=" in p for p in parts if isinstance(p, str))
 
 
-def test_application_role_trusts_the_account_and_holds_only_the_guarded_access(tier_build: Callable[[str], TierBuild]) -> None:
+def test_application_role_trusts_the_account_and_holds_only_the_guarded_access(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
     build = tier_build("bedrock")
     template = build.template()
     (trust,) = _role_trust(template)
-    assert trust["Principal"] == {"AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"]]}}
+    assert trust["Principal"] == {
+        "AWS": {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"],
+            ]
+        }
+    }
     policies = template.find_resources("AWS::IAM::Policy")
     (policy,) = [p for name, p in policies.items() if name.startswith("ApplicationRole")]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert actions == {"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "bedrock:ApplyGuardrail", "kms:Decrypt"}
+    actions = {
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert actions == {
+        "bedrock:InvokeModel",
+        "bedrock:InvokeModelWithResponseStream",
+        "bedrock:ApplyGuardrail",
+        "kms:Decrypt",
+    }
     denies = [s for s in statements if s["Effect"] == "Deny"]
     assert len(denies) == 1 and "bedrock:GuardrailIdentifier" in denies[0]["Condition"]["StringNotEquals"]
     for statement in statements:
-        if statement["Effect"] == "Allow" and statement["Action"] != "bedrock:ApplyGuardrail" and statement["Action"] != "kms:Decrypt":
+        if (
+            statement["Effect"] == "Allow"
+            and statement["Action"] != "bedrock:ApplyGuardrail"
+            and statement["Action"] != "kms:Decrypt"
+        ):
             assert "bedrock:GuardrailIdentifier" in statement["Condition"]["StringEquals"]
 
 
@@ -116,12 +146,16 @@ def test_account_requirements_name_the_model_and_profile() -> None:
 
 
 def test_logging_variant_passes_nag_and_cfn_lint_and_alarms_on_delivery_failures() -> None:
-    build = build_tier("bedrock", **{"bedrock.invocation_logging": "true", "bedrock.alarm_email": "ops@example.com"})
+    build = build_tier(
+        "bedrock", **{"bedrock.invocation_logging": "true", "bedrock.alarm_email": "ops@example.com"}
+    )
     _nag_and_lint(build)
     template = build.template()
     template.resource_count_is("Custom::BedrockModelInvocationLogging", 1)
     template.resource_count_is("AWS::CloudWatch::Alarm", 7)
-    template.has_resource("AWS::Logs::LogGroup", {"DeletionPolicy": "Retain", "Properties": {"RetentionInDays": 365}})
+    template.has_resource(
+        "AWS::Logs::LogGroup", {"DeletionPolicy": "Retain", "Properties": {"RetentionInDays": 365}}
+    )
 
 
 def test_global_profile_without_application_profile_variant() -> None:
@@ -147,18 +181,30 @@ def test_foundation_model_through_an_application_profile_and_a_standard_guardrai
     template = build.template()
     template.has_resource_properties(
         "AWS::Bedrock::Guardrail",
-        {"ContentPolicyConfig": {"ContentFiltersTierConfig": {"TierName": "STANDARD"}}, "CrossRegionConfig": Match.any_value()},
+        {
+            "ContentPolicyConfig": {"ContentFiltersTierConfig": {"TierName": "STANDARD"}},
+            "CrossRegionConfig": Match.any_value(),
+        },
     )
     template.has_resource_properties(
         "AWS::Bedrock::ApplicationInferenceProfile",
-        {"ModelSource": {"CopyFrom": Match.object_like({"Fn::Join": ["", Match.array_with(["::foundation-model/amazon.nova-2-lite-v1:0"])]})}},
+        {
+            "ModelSource": {
+                "CopyFrom": Match.object_like(
+                    {"Fn::Join": ["", Match.array_with(["::foundation-model/amazon.nova-2-lite-v1:0"])]}
+                )
+            }
+        },
     )
 
 
 @pytest.mark.parametrize(
     ("principal", "expected"),
     [
-        ("444455556666", {"AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::444455556666:root"]]}}),
+        (
+            "444455556666",
+            {"AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::444455556666:root"]]}},
+        ),
         ("arn:aws:iam::444455556666:role/app", {"AWS": "arn:aws:iam::444455556666:role/app"}),
         ("lambda.amazonaws.com", {"Service": "lambda.amazonaws.com"}),
     ],
@@ -175,25 +221,49 @@ def test_application_role_principal_is_configurable(principal: str, expected: di
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"bedrock.guardrail_tier": "STANDARD"}, r"'bedrock.guardrail_tier': got 'STANDARD'; expected CLASSIC, or STANDARD together with bedrock.guardrail_profile"),
-        ({"bedrock.guardrail_tier": "premium"}, r"'bedrock.guardrail_tier': got 'premium'; expected one of CLASSIC, STANDARD"),
+        (
+            {"bedrock.guardrail_tier": "STANDARD"},
+            r"'bedrock.guardrail_tier': got 'STANDARD'; expected CLASSIC, or STANDARD together with bedrock.guardrail_profile",
+        ),
+        (
+            {"bedrock.guardrail_tier": "premium"},
+            r"'bedrock.guardrail_tier': got 'premium'; expected one of CLASSIC, STANDARD",
+        ),
         ({"bedrock.guardrail_profile": "us-guardrail"}, r"'bedrock.guardrail_profile': got 'us-guardrail'"),
-        ({"bedrock.model_id": "us.amazon.nova-2-lite-v1:0"}, r"'bedrock.model_id': got 'us.amazon.nova-2-lite-v1:0'; expected a foundation-model id without the geography prefix"),
+        (
+            {"bedrock.model_id": "us.amazon.nova-2-lite-v1:0"},
+            r"'bedrock.model_id': got 'us.amazon.nova-2-lite-v1:0'; expected a foundation-model id without the geography prefix",
+        ),
         ({"bedrock.model_id": "Nova Lite"}, r"'bedrock.model_id': got 'Nova Lite'"),
-        ({"bedrock.inference_profile": "mars"}, r"'bedrock.inference_profile': got 'mars'; expected one of us, eu"),
+        (
+            {"bedrock.inference_profile": "mars"},
+            r"'bedrock.inference_profile': got 'mars'; expected one of us, eu",
+        ),
         (
             {"bedrock.inference_profile": "none", "bedrock.application_inference_profile": "false"},
             r"'bedrock.inference_profile': got 'none'; expected a geography, or 'none' only with",
         ),
-        ({"bedrock.log_retention_days": "100"}, r"'bedrock.log_retention_days': got 100; expected one of CloudWatch Logs' retention periods"),
+        (
+            {"bedrock.log_retention_days": "100"},
+            r"'bedrock.log_retention_days': got 100; expected one of CloudWatch Logs' retention periods",
+        ),
         ({"bedrock.tpm_quota": "0"}, r"'bedrock.tpm_quota': got '0'; expected an integer from 1"),
         ({"bedrock.tpm_alarm_percent": "120"}, r"'bedrock.tpm_alarm_percent': got '120'"),
-        ({"bedrock.application_role_principal": "everyone"}, r"'bedrock.application_role_principal': got 'everyone'"),
+        (
+            {"bedrock.application_role_principal": "everyone"},
+            r"'bedrock.application_role_principal': got 'everyone'",
+        ),
         ({"bedrock.alarm_email": "ops"}, r"'bedrock.alarm_email': got 'ops'; expected an email address"),
         ({"bedrock.cost_tags": '{"team": "a&b"}'}, r"'bedrock.cost_tags.team': got 'a&b'"),
         ({"bedrock.cost_tags": "not json"}, r"'bedrock.cost_tags': got 'not json'"),
-        ({"bedrock.invocation_logging": "maybe"}, r"'bedrock.invocation_logging': got 'maybe'; expected true or false"),
-        ({"bedrock.no_such_setting": "1"}, r"'bedrock.no_such_setting': got '1'; expected a known key: bedrock.alarm_email"),
+        (
+            {"bedrock.invocation_logging": "maybe"},
+            r"'bedrock.invocation_logging': got 'maybe'; expected true or false",
+        ),
+        (
+            {"bedrock.no_such_setting": "1"},
+            r"'bedrock.no_such_setting': got '1'; expected a known key: bedrock.alarm_email",
+        ),
         ({"tier": "bedrok"}, r"context key 'tier': got 'bedrok'; expected a comma-separated list of bedrock"),
     ],
 )
@@ -223,10 +293,20 @@ def test_constructs_import_into_another_apps_own_stack() -> None:
     guardrail = Guardrail(
         stack,
         "Guardrail",
-        denied_topics=[DeniedTopic(name="Investment advice", definition="Recommendations to buy or sell securities.")],
+        denied_topics=[
+            DeniedTopic(name="Investment advice", definition="Recommendations to buy or sell securities.")
+        ],
         content_filters=[
-            ContentFilter(type=ContentFilterType.HATE, input_strength=FilterStrength.HIGH, output_strength=FilterStrength.HIGH),
-            ContentFilter(type=ContentFilterType.PROMPT_ATTACK, input_strength=FilterStrength.HIGH, output_strength=FilterStrength.NONE),
+            ContentFilter(
+                type=ContentFilterType.HATE,
+                input_strength=FilterStrength.HIGH,
+                output_strength=FilterStrength.HIGH,
+            ),
+            ContentFilter(
+                type=ContentFilterType.PROMPT_ATTACK,
+                input_strength=FilterStrength.HIGH,
+                output_strength=FilterStrength.NONE,
+            ),
         ],
     )
     role = iam.Role(stack, "ServiceRole", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
@@ -250,7 +330,11 @@ def test_constructs_import_into_another_apps_own_stack() -> None:
                         Match.object_like(
                             {
                                 "Effect": "Deny",
-                                "Condition": {"StringNotEquals": {"bedrock:GuardrailIdentifier": stack.resolve(guardrail.versioned_arn)}},
+                                "Condition": {
+                                    "StringNotEquals": {
+                                        "bedrock:GuardrailIdentifier": stack.resolve(guardrail.versioned_arn)
+                                    }
+                                },
                             }
                         )
                     ]

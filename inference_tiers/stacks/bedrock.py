@@ -46,6 +46,7 @@ from inference_tiers.constructs.model_access import (
     FoundationModel,
     Geography,
     ModelInvokeAccess,
+    ModelSource,
     has_geography_prefix,
 )
 from inference_tiers.nag import acknowledge
@@ -234,7 +235,7 @@ class BedrockStack(Stack):
 
         system_profile = settings.system_profile
         source = system_profile or FoundationModel(model_id=settings.model_id)
-        model = source
+        model: ModelSource = source
         self.inference_profile: ApplicationInferenceProfile | None = None
         if settings.application_inference_profile:
             self.inference_profile = ApplicationInferenceProfile(
@@ -290,7 +291,9 @@ class BedrockStack(Stack):
             profile_arn = system_profile.arn(self)
         self._outputs(model_id=self.invoke_access.model_id, profile_arn=profile_arn)
 
-    def _acknowledge_wildcards(self, profile: CrossRegionProfile | None, guardrail_profile: str | None) -> None:
+    def _acknowledge_wildcards(
+        self, profile: CrossRegionProfile | None, guardrail_profile: str | None
+    ) -> None:
         """Cross-Region grants name one resource in every Region (IAM5), each for a documented reason."""
         if profile is not None and profile.geography is not Geography.GLOBAL:
             # Global profiles use the source-Region and Region-less model ARNs: no wildcard to acknowledge.
