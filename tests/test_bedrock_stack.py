@@ -11,9 +11,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
+from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import AccountRequirements, ConfigError
 from inference_tiers.stacks.bedrock import BedrockSettings
-from tests.harness import TierBuild, build_tier, cfn_lint_errors
+from tests.harness import PROJECT_ROOT, TierBuild, build_tier, cdk_json_context, cfn_lint_errors
 
 OUTPUTS = {
     "GuardrailId",
@@ -128,14 +129,7 @@ def test_invocation_logging_is_off_by_default(tier_build: Callable[[str], TierBu
 
 
 def test_account_requirements_name_the_model_and_profile() -> None:
-    from tests.harness import make_app
-
-    app, stacks = make_app(tier="bedrock")
-    settings = app.node.try_get_context("bedrock.model_id")
-    assert settings == "amazon.nova-2-lite-v1:0"
-    from inference_tiers.app_factory import parse_app_config
-
-    config = parse_app_config(app.node.get_all_context())
+    config = parse_app_config(cdk_json_context())
     requirements = config.for_tier("bedrock", BedrockSettings).account_requirements()
     assert requirements == AccountRequirements(
         bedrock_model_id="amazon.nova-2-lite-v1:0", bedrock_inference_profile_id="us.amazon.nova-2-lite-v1:0"
@@ -273,6 +267,19 @@ def test_bad_settings_raise_a_clear_value_error(overrides: dict[str, Any], messa
 
 
 # ------------------------------------------------------------------------------------------ reuse
+
+
+def test_the_stack_module_imports_on_its_own() -> None:
+    """Another app may import the stack module before app_factory (which imports it to register the tier)."""
+    import subprocess
+    import sys
+
+    code = "import inference_tiers.stacks.bedrock as b; print(b.TIER.spec.name, b.BedrockStack.__name__)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=PROJECT_ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["bedrock", "BedrockStack"]
 
 
 def test_constructs_import_into_another_apps_own_stack() -> None:

@@ -118,7 +118,7 @@ class ModelInvocationLogging(Construct):
             )
         )
 
-        # Server access logs need SSE-S3 on their target bucket, and logging that bucket would recurse. Object
+        # Server access logs need SSE-S3 on their target bucket (which is not logged itself: that would recurse). Object
         # ownership is left to aws-cdk: a bucket policy for log delivery under the
         # @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy flag (set in cdk.json), ACLs in apps without it.
         self.access_logs_bucket = s3.Bucket(
@@ -129,12 +129,6 @@ class ModelInvocationLogging(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RemovalPolicy.RETAIN,
             lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)],
-        )
-        acknowledge(
-            self.access_logs_bucket,
-            "AwsSolutions-S1",
-            "This bucket is the server access log destination of the invocation-log bucket; logging it "
-            "into itself would recurse.",
         )
         self.bucket = s3.Bucket(
             self,
