@@ -16,6 +16,7 @@ from inference_tiers.constructs import (
     FoundationModel,
     Geography,
     Guardrail,
+    ImportedGuardrail,
     ModelInvokeAccess,
 )
 
@@ -203,6 +204,59 @@ def test_every_allow_is_conditioned_and_the_deny_covers_every_allowed_resource(f
         resource = statement["Resource"]
         allowed.extend(resource if isinstance(resource, list) else [resource])
     assert deny["Resource"] == allowed
+
+
+def test_an_imported_guardrail_is_enforced_with_its_numbered_version(f: Fixture) -> None:
+    guardrail = ImportedGuardrail(
+        guardrail_arn="arn:aws:bedrock:us-east-1:444455556666:guardrail/abc123",
+        guardrail_version="3",
+        kms_key_arn="arn:aws:kms:us-east-1:444455556666:key/12345678-1234-1234-1234-123456789012",
+        cross_region_guardrail_profile="us.guardrail.v1:0",
+    )
+    ModelInvokeAccess(f.stack, "Access", grantee=f.role, model=FoundationModel(MODEL), guardrail=guardrail)
+    model = f.arn(f"bedrock:us-east-1::foundation-model/{MODEL}")
+    versioned = "arn:aws:bedrock:us-east-1:444455556666:guardrail/abc123:3"
+    assert f.statements() == [
+        _allow(model, {"bedrock:GuardrailIdentifier": versioned}),
+        {
+            "Action": INVOKE,
+            "Effect": "Deny",
+            "Resource": model,
+            "Condition": {"StringNotEquals": {"bedrock:GuardrailIdentifier": versioned}},
+        },
+        {
+            "Action": "bedrock:ApplyGuardrail",
+            "Effect": "Allow",
+            "Resource": [
+                "arn:aws:bedrock:us-east-1:444455556666:guardrail/abc123",
+                "arn:aws:bedrock:*:444455556666:guardrail-profile/us.guardrail.v1:0",
+            ],
+        },
+        {
+            "Action": "kms:Decrypt",
+            "Effect": "Allow",
+            "Resource": "arn:aws:kms:us-east-1:444455556666:key/12345678-1234-1234-1234-123456789012",
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"guardrail_version": "DRAFT"}, r"guardrail_version: got 'DRAFT'; expected a string matching"),
+        ({"guardrail_version": "0"}, r"guardrail_version: got '0'"),
+        ({"guardrail_arn": "abc123"}, r"guardrail_arn: got 'abc123'; expected a string matching"),
+        ({"kms_key_arn": "alias/mine"}, r"kms_key_arn: got 'alias/mine'"),
+        ({"cross_region_guardrail_profile": "us"}, r"cross_region_guardrail_profile: got 'us'"),
+    ],
+)
+def test_imported_guardrail_attributes_are_validated(kwargs: dict[str, Any], message: str) -> None:
+    props = {
+        "guardrail_arn": "arn:aws:bedrock:us-east-1:444455556666:guardrail/abc123",
+        "guardrail_version": "1",
+    }
+    with pytest.raises(ValueError, match=message):
+        ImportedGuardrail(**{**props, **kwargs})
 
 
 # ---------------------------------------------------------------------------------- validation

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Duration, Fn, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_bedrock as bedrock
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -630,6 +630,76 @@ class Guardrail(Construct):
             label="Guardrail intervention rate (%)",
             period=period,
         )
+
+
+_GUARDRAIL_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+"
+
+
+class ImportedGuardrail:
+    """A guardrail created elsewhere (another stack, team or tool), to enforce with ``ModelInvokeAccess``.
+
+    :param guardrail_arn: ``arn:aws:bedrock:<region>:<account>:guardrail/<id>``.
+    :param guardrail_version: the numbered version callers must pass (``1``, ``2``...; not DRAFT, which can
+        change under the callers).
+    :param kms_key_arn: the guardrail's customer-managed key, if any (callers need ``kms:Decrypt`` on it).
+    :param cross_region_guardrail_profile: its guardrail profile id (``us.guardrail.v1:0``), if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        guardrail_arn: str,
+        guardrail_version: str,
+        kms_key_arn: str | None = None,
+        cross_region_guardrail_profile: str | None = None,
+    ) -> None:
+        _check_text(guardrail_arn, "ImportedGuardrail.guardrail_arn", max_length=2048, pattern=_GUARDRAIL_ARN)
+        _check_text(
+            guardrail_version, "ImportedGuardrail.guardrail_version", max_length=8, pattern=r"[1-9][0-9]{0,7}"
+        )
+        if kms_key_arn is not None:
+            _check_text(
+                kms_key_arn,
+                "ImportedGuardrail.kms_key_arn",
+                max_length=2048,
+                pattern=r"arn:aws(-[^:]+)?:kms:[a-zA-Z0-9-]*:[0-9]{12}:key/[a-zA-Z0-9-]{36}",
+            )
+        if cross_region_guardrail_profile is not None:
+            _check_text(
+                cross_region_guardrail_profile,
+                "ImportedGuardrail.cross_region_guardrail_profile",
+                max_length=64,
+                pattern=_PROFILE_ID,
+            )
+        self._guardrail_arn = guardrail_arn
+        self.guardrail_version = guardrail_version
+        self.kms_key_arn = kms_key_arn
+        self.cross_region_guardrail_profile = cross_region_guardrail_profile
+
+    @property
+    def guardrail_arn(self) -> str:
+        return self._guardrail_arn
+
+    @property
+    def versioned_arn(self) -> str:
+        return f"{self._guardrail_arn}:{self.guardrail_version}"
+
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
+        """ApplyGuardrail on the guardrail (and its profile in every Region), and decrypt with its key."""
+        resources = [self._guardrail_arn]
+        if self.cross_region_guardrail_profile is not None:
+            arn = Arn.split(self._guardrail_arn, ArnFormat.SLASH_RESOURCE_NAME)
+            resources.append(
+                f"arn:{arn.partition}:bedrock:*:{arn.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
+            )
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["bedrock:ApplyGuardrail"], resource_arns=resources
+        )
+        if self.kms_key_arn is not None:
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key_arn]
+            )
+        return grant
 
 
 def _resolve_policy(
