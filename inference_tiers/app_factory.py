@@ -14,7 +14,9 @@ from inference_tiers.tier import Tier
 
 def _available_tiers() -> dict[str, Tier]:
     # Each tier module defines TIER; add a tier here, in TIER_ORDER, when its stack lands.
-    tiers: tuple[Tier, ...] = ()
+    from inference_tiers.stacks import bedrock  # imported here: tier modules import Tier from this module
+
+    tiers: tuple[Tier, ...] = (bedrock.TIER,)
     return {tier.spec.name: tier for tier in tiers}
 
 

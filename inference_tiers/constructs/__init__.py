@@ -1,0 +1,61 @@
+"""Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``."""
+
+from inference_tiers.constructs.bedrock_monitoring import BedrockMonitoring
+from inference_tiers.constructs.guardrail import (
+    AutomatedReasoning,
+    ContentFilter,
+    ContentFilterType,
+    ContextualGrounding,
+    DeniedTopic,
+    FilterStrength,
+    Guardrail,
+    GuardrailAction,
+    GuardrailTier,
+    IGuardrail,
+    ImportedGuardrail,
+    Modality,
+    PiiAction,
+    PiiEntity,
+    PiiEntityType,
+    RegexFilter,
+    WordFilter,
+)
+from inference_tiers.constructs.inference_profile import ApplicationInferenceProfile
+from inference_tiers.constructs.invocation_logging import ModelInvocationLogging
+from inference_tiers.constructs.model_access import (
+    ApplicationProfile,
+    CrossRegionProfile,
+    FoundationModel,
+    Geography,
+    ModelInvokeAccess,
+    invoke_statements,
+)
+
+__all__ = [
+    "ApplicationInferenceProfile",
+    "ApplicationProfile",
+    "AutomatedReasoning",
+    "BedrockMonitoring",
+    "ContentFilter",
+    "ContentFilterType",
+    "ContextualGrounding",
+    "CrossRegionProfile",
+    "DeniedTopic",
+    "FilterStrength",
+    "FoundationModel",
+    "Geography",
+    "Guardrail",
+    "GuardrailAction",
+    "GuardrailTier",
+    "IGuardrail",
+    "ImportedGuardrail",
+    "Modality",
+    "ModelInvocationLogging",
+    "ModelInvokeAccess",
+    "PiiAction",
+    "PiiEntity",
+    "PiiEntityType",
+    "RegexFilter",
+    "WordFilter",
+    "invoke_statements",
+]
