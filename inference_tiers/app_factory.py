@@ -9,18 +9,11 @@ from aws_cdk import Stack, Tags
 from constructs import Construct
 
 from inference_tiers.config import AppConfig, parse_config
+from inference_tiers.stacks import bedrock
 from inference_tiers.tier import Tier
 
-
-def _available_tiers() -> dict[str, Tier]:
-    # Each tier module defines TIER; add a tier here, in TIER_ORDER, when its stack lands.
-    from inference_tiers.stacks import bedrock  # imported here: tier modules import Tier from this module
-
-    tiers: tuple[Tier, ...] = (bedrock.TIER,)
-    return {tier.spec.name: tier for tier in tiers}
-
-
-TIERS: Mapping[str, Tier] = _available_tiers()
+# Every tier this build provides, in TIER_ORDER (each tier module defines TIER).
+TIERS: Mapping[str, Tier] = {tier.spec.name: tier for tier in (bedrock.TIER,)}
 
 
 def parse_app_config(context: Mapping[str, Any]) -> AppConfig:

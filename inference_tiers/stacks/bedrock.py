@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -49,9 +49,7 @@ from inference_tiers.constructs.model_access import (
     has_geography_prefix,
 )
 from inference_tiers.nag import acknowledge
-
-if TYPE_CHECKING:
-    from inference_tiers.app_factory import Tier
+from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Bedrock"
 NO_PROFILE = "none"
@@ -365,15 +363,4 @@ def build(app: Construct, settings: BedrockSettings) -> list[Stack]:
     ]
 
 
-def __getattr__(name: str) -> Tier:
-    """``TIER``, built on first use.
-
-    app_factory imports this module to register the tier, and this module needs app_factory's ``Tier``:
-    resolving it lazily lets either module be imported first (``from inference_tiers.stacks.bedrock import
-    BedrockStack`` in another app, or app_factory building the registry).
-    """
-    if name == "TIER":
-        from inference_tiers.app_factory import Tier
-
-        return Tier(spec=TierSpec("bedrock", BedrockSettings), build=build)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+TIER = Tier(spec=TierSpec("bedrock", BedrockSettings), build=build)
