@@ -108,13 +108,18 @@ class _RawBody:
 
 
 def respond_raw(
-    client: Any, operation: str, body: bytes, headers: dict[str, str], status: int = 200
+    client: Any,
+    operation: str,
+    body: bytes,
+    headers: dict[str, str],
+    status: int = 200,
+    sent: list[Any] | None = None,
 ) -> list[Any]:
     """Answer ``operation`` on ``client`` with raw HTTP bytes (botocore parses them as it would real ones).
 
-    Returns the list the sent requests are appended to.
+    Returns the list the sent requests are appended to (``sent`` if given).
     """
-    sent: list[Any] = []
+    sent = [] if sent is None else sent
 
     def handler(request: Any, **_: Any) -> AWSResponse:
         sent.append(request)
