@@ -145,7 +145,9 @@ def _print_results(
     if args.json:
         print(report.dumps({**header, "results": results, "exit_code": code}))
     else:
-        print(", ".join(f"{k}: {v}" for k, v in header.items() if not isinstance(v, dict | list)))
+        print(", ".join(f"{k}: {v}" for k, v in header.items() if isinstance(v, str)))
+        if isinstance(header.get("requirements"), AccountRequirements):
+            print("needs: " + report.describe_requirements(header["requirements"]))
         print()
         print(report.render_checks(results, latency=latency))
     return code

@@ -383,9 +383,8 @@ def check_eks_version(clients: Clients, req: AccountRequirements) -> list[CheckR
         return [CheckResult(name, "fail", f"not offered in {clients.region}", fix)]
     status = match.get("versionStatus") or match.get("status")
     if status == "STANDARD_SUPPORT":
-        return [
-            CheckResult(name, "pass", f"standard support until {match.get('endOfStandardSupportDate', '?')}")
-        ]
+        end = match.get("endOfStandardSupportDate")
+        return [CheckResult(name, "pass", "standard support" + (f" until {end:%Y-%m-%d}" if end else ""))]
     if status == "EXTENDED_SUPPORT":
         return [CheckResult(name, "warn", "extended support (billed at a higher hourly rate)", fix)]
     return [CheckResult(name, "fail", f"status {status}", fix)]

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from inference_tiers.config import AccountRequirements
 from inference_tiers.ops.advise import Advice
 from inference_tiers.ops.checks import CheckResult
 from inference_tiers.ops.kv_cache import GIB
@@ -85,6 +86,22 @@ def render_advice(advice: Advice) -> str:
         lines += ["", table(["figure", "value"], rows)]
     lines += [f"Note: {note}" for note in advice.notes]
     return "\n".join(lines)
+
+
+def describe_requirements(req: AccountRequirements) -> str:
+    parts = [f"{n.count} x {n.instance_type} ({n.service})" for n in req.instances]
+    parts += [
+        f"{label} {value}"
+        for label, value in (
+            ("Bedrock model", req.bedrock_model_id),
+            ("inference profile", req.bedrock_inference_profile_id),
+            ("Kubernetes", req.kubernetes_version),
+        )
+        if value
+    ]
+    parts += [f"reservation {rid}" for rid in req.capacity_reservation_ids]
+    parts += [f"AZ {az}" for az in req.availability_zone_ids]
+    return ", ".join(parts) or "nothing account-specific"
 
 
 def render_checks(results: Sequence[CheckResult], *, latency: bool = False) -> str:
