@@ -368,6 +368,11 @@ def test_advise_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["deployment"]["instance_type"] == "p5.48xlarge"
 
 
+def test_advise_table_shows_mib_for_mid_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["advise", "--model", "qwen3-8b", "--input-tokens", "4096", "--output-tokens", "512"]) == 0
+    assert "KV cache per request (4608 tokens)           648 MiB" in capsys.readouterr().out
+
+
 def test_advise_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["advise", "--model", "qwen3-8b", "--input-tokens", "32768", "--output-tokens", "1"]) == 0
     out = capsys.readouterr().out

@@ -110,7 +110,7 @@ def from_hf_config(path: Path, *, params_b: float | None = None) -> ModelArchite
     hidden = _int(config, path, "hidden_size")
     heads = _int(config, path, "num_attention_heads")
     kv_heads = _int(config, path, "num_key_value_heads", "num_attention_heads")
-    head_dim = config.get("head_dim") if isinstance(config.get("head_dim"), int) else hidden // heads
+    head_dim = _int(config, path, "head_dim") if "head_dim" in config else hidden // heads
     experts = next(
         (
             config[k]

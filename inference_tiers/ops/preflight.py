@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from inference_tiers.config import AccountRequirements
 from inference_tiers.instance_types import SAGEMAKER_PREFIX, find_gpu_instance_type
-from inference_tiers.ops.checks import CheckResult, Clients, could_not_check, error_code
+from inference_tiers.ops.checks import CheckResult, Clients, Status, could_not_check, error_code
 
 # EC2 On-Demand vCPU quotas by instance family letter (Service Quotas, service code "ec2").
 EC2_VCPU_QUOTAS = {
@@ -312,7 +312,7 @@ def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResul
             regions = sorted(
                 {m["modelArn"].split(":")[3] for m in profile.get("models", []) if "modelArn" in m}
             )
-            status = "pass" if profile.get("status") == "ACTIVE" else "fail"
+            status: Status = "pass" if profile.get("status") == "ACTIVE" else "fail"
             results.append(
                 CheckResult(
                     name,

@@ -13,6 +13,7 @@ from inference_tiers.ops.checks import CheckResult
 from inference_tiers.ops.kv_cache import GIB
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -45,6 +46,8 @@ def dumps(value: Any) -> str:
 def _size(num_bytes: float) -> str:
     if num_bytes >= GIB:
         return f"{num_bytes / GIB:.2f} GiB"
+    if num_bytes >= MIB:
+        return f"{num_bytes / MIB:.0f} MiB"
     return f"{num_bytes / KIB:.0f} KiB"
 
 
