@@ -207,8 +207,8 @@ def advise(
         price_basis=price[1] if price else f"no price for {name} in the table (pass --prices FILE)",
     )
     reasons.append(
-        f"{per_instance} concurrent {workload.context_tokens}-token requests fit per {instance.name} "
-        f"(TP{sizing.tp}): {instances} instance(s) for {workload.concurrency}"
+        f"the KV budget of one {instance.name} (TP{sizing.tp}) holds {per_instance} concurrent "
+        f"{workload.context_tokens}-token requests: {instances} instance(s) for {workload.concurrency}"
     )
     next_tier, next_when = NEXT_TIER[tier]
     return Advice(tier, reasons, next_tier, next_when, sizing, check, deployment, notes)

@@ -68,7 +68,10 @@ def render_advice(advice: Advice) -> str:
             [f"KV per request per GPU (TP{s.tp})", _size(s.bytes_per_request_per_gpu)],
             ["weights per GPU", _size(s.weights_bytes_per_gpu)],
             ["KV budget per GPU (90% of memory - weights)", _size(s.kv_budget_bytes_per_gpu)],
-            [f"concurrent requests per {s.instance_type}", str(s.concurrent_requests_per_instance)],
+            [
+                f"full-context requests the KV budget holds per {s.instance_type}",
+                str(s.concurrent_requests_per_instance),
+            ],
         ]
     if advice.disaggregation:
         d = advice.disaggregation
