@@ -257,6 +257,7 @@ def test_open_model_with_short_prompts_goes_to_sagemaker() -> None:
 def test_eks_team_with_steady_traffic_goes_to_hyperpod() -> None:
     advice = advise(workload(runs_eks=True, traffic="steady"), preset("qwen3-8b"), prices=PRICES)
     assert advice.tier == "hyperpod" and advice.next_tier == "disaggregated"
+    assert advice.deployment is not None and advice.deployment.instance_type.startswith("ml.")
 
 
 def test_steady_traffic_without_eks_stays_on_sagemaker_and_says_why() -> None:

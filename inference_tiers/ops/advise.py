@@ -198,7 +198,8 @@ def advise(
     instances = math.ceil(workload.concurrency / per_instance) if per_instance else 1
     if tier == "disaggregated":
         instances += 1  # at least one prefill node next to the decode nodes that hold the KV caches
-    name = f"ml.{instance.name}" if tier == "sagemaker" else instance.name
+    # SageMaker endpoints and HyperPod clusters run ml.* instances; the disaggregated tier runs EC2 nodes.
+    name = f"ml.{instance.name}" if tier in ("sagemaker", "hyperpod") else instance.name
     price = prices.hourly(name)
     deployment = Deployment(
         instance_type=name,
