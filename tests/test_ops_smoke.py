@@ -215,18 +215,19 @@ def _sse(*pieces: str) -> list[bytes]:
 
 
 def _sm_clients(status: str = "InService", outputs: dict[str, str] = SM_OUTPUTS) -> StubClients:
+    endpoint = outputs.get("EndpointName") or outputs["SageMakerEndpointName"]
     clients = StubClients(unstubbed=("sagemaker-runtime",))
     clients.stub("cloudformation").add_response("describe_stacks", _stack(outputs))
     clients.stub("sagemaker").add_response(
         "describe_endpoint",
         {
-            "EndpointName": outputs["EndpointName"],
+            "EndpointName": endpoint,
             "EndpointArn": "arn:aws:sagemaker:us-east-1:1:endpoint/x",
             "EndpointStatus": status,
             "CreationTime": datetime.datetime(2026, 12, 1),
             "LastModifiedTime": datetime.datetime(2026, 12, 1),
         },
-        {"EndpointName": outputs["EndpointName"]},
+        {"EndpointName": endpoint},
     )
     return clients
 
@@ -423,3 +424,25 @@ def test_eks_unreachable_router_fails() -> None:
     httpd.server_close()  # nothing listens on this port now
     [result] = smoke.smoke_http(f"http://127.0.0.1:{port}", timeout=5)
     assert result.status == "fail" and "kubectl get pods" in result.fix
+
+
+def test_hyperpod_with_a_registered_sagemaker_endpoint_checks_both(server: type[_Handler]) -> None:
+    clients = _sm_clients(outputs={"InvokeUrl": server.url, "SageMakerEndpointName": "hp-endpoint"})  # type: ignore[attr-defined]
+    _serve_runtime(clients, json.dumps(CHAT).encode(), _sse("Hi"))
+    results = smoke.run_smoke(clients, "hyperpod")
+    assert [r.check for r in results] == [
+        "GET /v1/models",
+        "streamed chat request",
+        "endpoint InService",
+        "chat request",
+        "streamed chat request",
+    ]
+    assert all(r.status == "pass" for r in results) and results[2].detail == "hp-endpoint"
+    clients.assert_done()
+
+
+def test_hyperpod_without_url_or_endpoint_is_a_stack_error() -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response("describe_stacks", _stack({"EksClusterName": "c"}))
+    with pytest.raises(StackError, match=r"has no output InvokeUrl"):
+        smoke.run_smoke(clients, "hyperpod")

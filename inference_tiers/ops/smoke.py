@@ -413,6 +413,13 @@ def run_smoke(
     if tier == "sagemaker":
         _require(outputs, stack, "EndpointName")
         return smoke_sagemaker(clients, outputs)
-    url_key = "RouterEndpoint" if tier == "disaggregated" else "InvokeUrl"
-    _require(outputs, stack, url_key)
-    return smoke_http(outputs[url_key], timeout=timeout)
+    if tier == "disaggregated":
+        _require(outputs, stack, "RouterEndpoint")
+        return smoke_http(outputs["RouterEndpoint"], timeout=timeout)
+    # HyperPod: the load balancer URL, and the SageMaker endpoint when the model is registered as one.
+    if not outputs.get("InvokeUrl") and not outputs.get("SageMakerEndpointName"):
+        _require(outputs, stack, "InvokeUrl")
+    results = smoke_http(outputs["InvokeUrl"], timeout=timeout) if outputs.get("InvokeUrl") else []
+    if outputs.get("SageMakerEndpointName"):
+        results += smoke_sagemaker(clients, {"EndpointName": outputs["SageMakerEndpointName"]})
+    return results
