@@ -75,14 +75,16 @@ def _header(name: str, value: str) -> bytes:
     return bytes([len(raw_name)]) + raw_name + bytes([7]) + len(raw_value).to_bytes(2, "big") + raw_value
 
 
-def event_stream_message(event_type: str, payload: bytes) -> bytes:
+def event_stream_message(
+    event_type: str, payload: bytes, content_type: str = "application/octet-stream"
+) -> bytes:
     """One message in the AWS event-stream binary format (prelude, headers, payload, CRC32s)."""
     headers = b"".join(
         _header(k, v)
         for k, v in (
             (":message-type", "event"),
             (":event-type", event_type),
-            (":content-type", "application/octet-stream"),
+            (":content-type", content_type),
         )
     )
     total = 12 + len(headers) + len(payload) + 4
@@ -107,22 +109,25 @@ class _RawBody:
         pass
 
 
-def respond_raw(
-    client: Any,
-    operation: str,
-    body: bytes,
-    headers: dict[str, str],
-    status: int = 200,
-    sent: list[Any] | None = None,
-) -> list[Any]:
-    """Answer ``operation`` on ``client`` with raw HTTP bytes (botocore parses them as it would real ones).
+RawResponse = tuple[int, dict[str, str], bytes]
+"""HTTP status, headers and body bytes."""
 
-    Returns the list the sent requests are appended to (``sent`` if given).
+
+def respond_raw(
+    client: Any, operation: str, *responses: RawResponse, sent: list[Any] | None = None
+) -> list[Any]:
+    """Answer the next calls of ``operation`` on ``client`` with ``responses``, in order, as raw HTTP.
+
+    botocore parses them as it would real ones (JSON, errors, event streams). Returns the list the sent
+    requests are appended to (``sent`` if given).
     """
     sent = [] if sent is None else sent
+    queue = list(responses)
 
     def handler(request: Any, **_: Any) -> AWSResponse:
+        assert queue, f"unexpected extra {operation} call"
         sent.append(request)
+        status, headers, body = queue.pop(0)
         return AWSResponse(request.url, status, headers, _RawBody(body))
 
     client.meta.events.register(

@@ -75,25 +75,30 @@ def test_missing_output_lists_what_the_stack_has() -> None:
 
 # --- bedrock ----------------------------------------------------------------------------------------------------
 
+JSON = {"Content-Type": "application/json"}
+BLOCKED_ANSWER = {
+    "output": {"message": {"role": "assistant", "content": [{"text": "Sorry, I can't help."}]}},
+    "stopReason": "guardrail_intervened",
+    "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+    "metrics": {"latencyMs": 90},
+}
+ANSWER = {**BLOCKED_ANSWER, "stopReason": "end_turn"}
 
-def _converse(text: str, stop: str = "end_turn") -> dict[str, Any]:
-    return {
-        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": stop,
-        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
-        "metrics": {"latencyMs": 120},
-    }
+
+def _error(code: str, status: int, message: str = "denied") -> tuple[int, dict[str, str], bytes]:
+    return (
+        status,
+        {**JSON, "x-amzn-ErrorType": f"{code}:http://internal.amazon.com/coral/com.amazon.bedrock/"},
+        json.dumps({"message": message}).encode(),
+    )
 
 
-def _converse_params(prompt: str, *, guardrail: bool) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "modelId": BEDROCK_OUTPUTS["ModelId"],
-        "inferenceConfig": {"maxTokens": 64},
-        "messages": [{"role": "user", "content": [{"text": prompt}]}],
-    }
-    if guardrail:
-        params["guardrailConfig"] = {"guardrailIdentifier": "gr-abc123", "guardrailVersion": "1"}
-    return params
+def _converse_stream(*pieces: str, stop: str = "end_turn") -> tuple[int, dict[str, str], bytes]:
+    events = [("messageStart", {"role": "assistant"})]
+    events += [("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}}) for p in pieces]
+    events += [("contentBlockStop", {"contentBlockIndex": 0}), ("messageStop", {"stopReason": stop})]
+    body = b"".join(event_stream_message(t, json.dumps(p).encode(), "application/json") for t, p in events)
+    return 200, {"Content-Type": "application/vnd.amazon.eventstream"}, body
 
 
 def _bedrock_clients(assume_ok: bool = True) -> StubClients:
@@ -111,36 +116,29 @@ def _bedrock_clients(assume_ok: bool = True) -> StubClients:
         client_error(
             clients.stub("sts"), "assume_role", "AccessDenied", "not authorized to perform sts:AssumeRole"
         )
-    clients.assumed = StubClients()
+    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
     return clients
 
 
 def _queue_bedrock(
-    clients: StubClients, benign: dict[str, Any] | None, blocked: dict[str, Any] | None, unguarded: str | None
-) -> None:
-    stub = clients.assumed.stub("bedrock-runtime")  # type: ignore[union-attr]
-    for prompt, response in ((smoke.BENIGN_PROMPT, benign), (smoke.BLOCKED_PROMPT, blocked)):
-        if response is None:
-            client_error(
-                stub,
-                "converse",
-                "AccessDeniedException",
-                "denied",
-                expected_params=_converse_params(prompt, guardrail=True),
-            )
-        else:
-            stub.add_response("converse", response, _converse_params(prompt, guardrail=True))
-    unguarded_params = _converse_params(smoke.BENIGN_PROMPT, guardrail=False)
-    if unguarded is None:
-        stub.add_response("converse", _converse("Paris."), unguarded_params)
-    else:
-        client_error(stub, "converse", unguarded, "explicit deny", expected_params=unguarded_params)
+    clients: StubClients,
+    benign: tuple[int, dict[str, str], bytes],
+    blocked: tuple[int, dict[str, str], bytes],
+    unguarded: tuple[int, dict[str, str], bytes],
+) -> list[Any]:
+    """Raw responses for the benign ConverseStream, then the blocked and the unguarded Converse calls."""
+    runtime = clients.assumed.client("bedrock-runtime")  # type: ignore[union-attr]
+    sent = respond_raw(runtime, "ConverseStream", benign)
+    return respond_raw(runtime, "Converse", blocked, unguarded, sent=sent)
 
 
 def test_bedrock_all_steps_pass() -> None:
     clients = _bedrock_clients()
-    _queue_bedrock(
-        clients, _converse("Paris."), _converse("Sorry.", "guardrail_intervened"), "AccessDeniedException"
+    sent = _queue_bedrock(
+        clients,
+        _converse_stream("Par", "is."),
+        (200, JSON, json.dumps(BLOCKED_ANSWER).encode()),
+        _error("AccessDeniedException", 403),
     )
     results = smoke.run_smoke(clients, "bedrock")
     assert [(r.check, r.status) for r in results] == [
@@ -149,8 +147,16 @@ def test_bedrock_all_steps_pass() -> None:
         ("harmful request is blocked", "pass"),
         ("request without guardrail is denied", "pass"),
     ]
+    assert results[1].detail == "stopReason end_turn: 'Paris.'" and results[1].ttft_ms is not None
     assert clients.assumed_with == CREDENTIALS
     assert all(r.total_ms is not None for r in results[1:])
+    bodies = [json.loads(r.body) for r in sent]
+    guardrail = {"guardrailIdentifier": "gr-abc123", "guardrailVersion": "1"}
+    assert bodies[0]["guardrailConfig"] == {**guardrail, "streamProcessingMode": "sync"}
+    assert bodies[1]["guardrailConfig"] == guardrail
+    assert bodies[1]["messages"][0]["content"][0]["text"] == smoke.BLOCKED_PROMPT
+    assert "guardrailConfig" not in bodies[2]
+    assert all(BEDROCK_OUTPUTS["ModelId"] in r.url.replace("%3A", ":") for r in sent)
     clients.assert_done()
 
 
@@ -165,9 +171,9 @@ def test_bedrock_benign_request_blocked_fails() -> None:
     clients = _bedrock_clients()
     _queue_bedrock(
         clients,
-        _converse("Sorry.", "guardrail_intervened"),
-        _converse("x", "guardrail_intervened"),
-        "AccessDeniedException",
+        _converse_stream("Sorry.", stop="guardrail_intervened"),
+        (200, JSON, json.dumps(BLOCKED_ANSWER).encode()),
+        _error("AccessDeniedException", 403),
     )
     results = smoke.run_smoke(clients, "bedrock")
     assert results[1].status == "fail" and "relax its filters" in results[1].fix
@@ -175,21 +181,48 @@ def test_bedrock_benign_request_blocked_fails() -> None:
 
 def test_bedrock_benign_request_error_fails() -> None:
     clients = _bedrock_clients()
-    _queue_bedrock(clients, None, _converse("x", "guardrail_intervened"), "AccessDeniedException")
+    _queue_bedrock(
+        clients,
+        _error("AccessDeniedException", 403, "no InvokeModelWithResponseStream"),
+        (200, JSON, json.dumps(BLOCKED_ANSWER).encode()),
+        _error("AccessDeniedException", 403),
+    )
     results = smoke.run_smoke(clients, "bedrock")
     assert results[1].status == "fail" and results[1].detail.startswith("AccessDeniedException")
 
 
 def test_bedrock_harmful_request_answered_fails() -> None:
     clients = _bedrock_clients()
-    _queue_bedrock(clients, _converse("Paris."), _converse("Step 1..."), "AccessDeniedException")
+    _queue_bedrock(
+        clients,
+        _converse_stream("Paris."),
+        (200, JSON, json.dumps(ANSWER).encode()),
+        _error("AccessDeniedException", 403),
+    )
     results = smoke.run_smoke(clients, "bedrock")
     assert results[2].status == "fail" and "content-filter" in results[2].fix
 
 
+def test_bedrock_harmful_request_error_fails() -> None:
+    clients = _bedrock_clients()
+    _queue_bedrock(
+        clients,
+        _converse_stream("Paris."),
+        _error("ValidationException", 400, "bad guardrail version"),
+        _error("AccessDeniedException", 403),
+    )
+    results = smoke.run_smoke(clients, "bedrock")
+    assert results[2].status == "fail" and results[2].detail == "ValidationException: bad guardrail version"
+
+
 def test_bedrock_unguarded_request_allowed_fails() -> None:
     clients = _bedrock_clients()
-    _queue_bedrock(clients, _converse("Paris."), _converse("x", "guardrail_intervened"), None)
+    _queue_bedrock(
+        clients,
+        _converse_stream("Paris."),
+        (200, JSON, json.dumps(BLOCKED_ANSWER).encode()),
+        (200, JSON, json.dumps(ANSWER).encode()),
+    )
     results = smoke.run_smoke(clients, "bedrock")
     assert results[3].status == "fail" and "bedrock:GuardrailIdentifier" in results[3].fix
 
@@ -197,7 +230,10 @@ def test_bedrock_unguarded_request_allowed_fails() -> None:
 def test_bedrock_unguarded_request_other_error_fails() -> None:
     clients = _bedrock_clients()
     _queue_bedrock(
-        clients, _converse("Paris."), _converse("x", "guardrail_intervened"), "ThrottlingException"
+        clients,
+        _converse_stream("Paris."),
+        (200, JSON, json.dumps(BLOCKED_ANSWER).encode()),
+        _error("ValidationException", 400),
     )
     results = smoke.run_smoke(clients, "bedrock")
     assert results[3].status == "fail" and "expected AccessDeniedException" in results[3].fix
@@ -239,18 +275,13 @@ def _serve_runtime(
     headers = {"Content-Type": "application/json"}
     if status != 200:  # how SageMaker names the error in a real response
         headers["x-amzn-ErrorType"] = "ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/"
-    sent = respond_raw(runtime, "InvokeEndpoint", chat, headers, status)
+    sent = respond_raw(runtime, "InvokeEndpoint", (status, headers, chat))
     # Split the SSE text across PayloadParts at odd places, as the container's flushes do.
     joined = b"".join(stream_parts)
     parts = [joined[i : i + 11] for i in range(0, len(joined), 11)]
     body = b"".join(event_stream_message("PayloadPart", part) for part in parts)
-    return respond_raw(
-        runtime,
-        "InvokeEndpointWithResponseStream",
-        body,
-        {"Content-Type": "application/vnd.amazon.eventstream"},
-        sent=sent,
-    )
+    stream_headers = {"Content-Type": "application/vnd.amazon.eventstream"}
+    return respond_raw(runtime, "InvokeEndpointWithResponseStream", (200, stream_headers, body), sent=sent)
 
 
 def test_sagemaker_all_steps_pass_and_route_to_the_inference_component() -> None:

@@ -67,9 +67,18 @@ def _messages(prompt: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": [{"text": prompt}]}]
 
 
-def _converse_text(response: dict[str, Any]) -> str:
-    content = response.get("output", {}).get("message", {}).get("content", [])
-    return "".join(part.get("text", "") for part in content)
+def _converse_stream_text(
+    events: Iterable[dict[str, Any]], start: float
+) -> tuple[str, float | None, str | None]:
+    """The streamed text, the time to its first non-empty delta in ms, and the stop reason."""
+    text, ttft, stop = "", None, None
+    for event in events:
+        delta = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+        if delta and ttft is None:
+            ttft = _ms(start)
+        text += delta
+        stop = event.get("messageStop", {}).get("stopReason", stop)
+    return text, ttft, stop
 
 
 # --- bedrock --------------------------------------------------------------------------------------------
@@ -101,26 +110,28 @@ def smoke_bedrock(
     results = [CheckResult("assume application role", "pass", role)]
     inference = {"maxTokens": MAX_TOKENS}
 
+    # Streamed, so that the benign request reports time to first token; "sync" makes the guardrail check each
+    # chunk before it is sent, as a blocking application would.
     start = time.perf_counter()
     try:
-        response = runtime.converse(
+        stream = runtime.converse_stream(
             modelId=model,
             messages=_messages(BENIGN_PROMPT),
             inferenceConfig=inference,
-            guardrailConfig=guardrail,
+            guardrailConfig={**guardrail, "streamProcessingMode": "sync"},
         )
+        text, ttft, stop = _converse_stream_text(stream["stream"], start)
     except ClientError as error:
         results.append(
             CheckResult(
                 "benign request with guardrail",
                 "fail",
                 f"{error_code(error)}: {error_message(error)}",
-                "check the role's bedrock:InvokeModel grant on the model and inference profile",
+                "check the role's bedrock:InvokeModelWithResponseStream grant on the model and inference profile",
                 total_ms=_ms(start),
             )
         )
     else:
-        text, stop = _converse_text(response), response.get("stopReason")
         ok = stop != "guardrail_intervened" and bool(text.strip())
         results.append(
             CheckResult(
@@ -128,6 +139,7 @@ def smoke_bedrock(
                 "pass" if ok else "fail",
                 f"stopReason {stop}: {text.strip()[:80]!r}",
                 "" if ok else "the guardrail blocks a benign prompt: relax its filters",
+                ttft_ms=ttft,
                 total_ms=_ms(start),
             )
         )
