@@ -269,3 +269,19 @@ def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["--help"])
     assert exit_info.value.code == 0
     assert "Exit codes: 0 ok, 1 a check failed, 2 usage/config error" in capsys.readouterr().out
+
+
+def test_assumed_role_clients_use_the_returned_credentials_in_the_same_region() -> None:
+    import boto3
+
+    from inference_tiers.ops.checks import Clients
+
+    base = Clients(
+        boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="eu-west-1")
+    )
+    assumed = base.with_credentials(
+        {"AccessKeyId": "ASIAX", "SecretAccessKey": "secret", "SessionToken": "token", "Expiration": None}
+    )
+    credentials = assumed.session.get_credentials()
+    assert (credentials.access_key, credentials.token, assumed.region) == ("ASIAX", "token", "eu-west-1")
+    assert assumed.client("bedrock-runtime").meta.region_name == "eu-west-1"

@@ -72,4 +72,4 @@ def could_not_check(check: str, error: ClientError, permission: str) -> CheckRes
         return CheckResult(
             check, "warn", f"could not check ({detail})", f"allow {permission} for this identity"
         )
-    return CheckResult(check, "fail", detail, f"resolve the {code} error from {permission}")
+    return CheckResult(check, "fail", detail, f"retry; if it persists, check {permission} in this Region")
