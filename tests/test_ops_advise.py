@@ -278,6 +278,19 @@ def test_long_prompts_over_efa_go_to_disaggregated_with_a_prefill_node() -> None
     decode_nodes = -(-20 // advice.sizing.concurrent_requests_per_instance)
     assert advice.deployment.instances == decode_nodes + 1
     assert advice.deployment.hourly_usd == pytest.approx(55.04 * (decode_nodes + 1))
+    assert not any("p5-family" in note for note in advice.notes)
+
+
+def test_disaggregated_advice_on_a_non_p5_instance_says_what_the_tier_deploys() -> None:
+    advice = advise(
+        workload(input_tokens=8192, output_tokens=1024),
+        LLAMA_70B,
+        prices=PRICES,
+        instance_type="g6e.48xlarge",
+        kv_dtype="fp8",
+    )
+    assert advice.tier == "disaggregated"
+    assert any("rerun with --instance-type p5.48xlarge" in note for note in advice.notes)
 
 
 def test_model_larger_than_any_node_goes_to_disaggregated() -> None:
@@ -405,3 +418,8 @@ def test_advise_bad_flag_value_is_an_argparse_usage_error(capsys: pytest.Capture
         main(["advise", "--concurrency", "0"])
     assert exit_info.value.code == 2
     assert "expected a positive integer" in capsys.readouterr().err
+
+
+def test_context_beyond_the_model_maximum_is_noted() -> None:
+    advice = advise(workload(input_tokens=40000, output_tokens=2000), preset("qwen3-8b"), prices=PRICES)
+    assert "42000 tokens exceed qwen3-8b's 40960-token context" in advice.notes

@@ -22,6 +22,9 @@ Traffic = Literal["steady", "spiky", "intermittent"]
 MODEL_SOURCES = ("foundation", "own", "open")
 TRAFFIC_SHAPES = ("steady", "spiky", "intermittent")
 
+# The disaggregated tier's node groups: p5, p5e, p5en (32 or 16 EFA interfaces per node).
+DISAGGREGATED_FAMILY = "p5"
+
 NEXT_TIER: dict[str, tuple[str | None, str]] = {
     "bedrock": (
         "sagemaker",
@@ -198,6 +201,11 @@ def advise(
     instances = math.ceil(workload.concurrency / per_instance) if per_instance else 1
     if tier == "disaggregated":
         instances += 1  # at least one prefill node next to the decode nodes that hold the KV caches
+        if not instance.name.startswith(DISAGGREGATED_FAMILY):
+            notes.append(
+                f"the disaggregated tier deploys p5-family nodes with every EFA interface; these figures are for "
+                f"{instance.name}: rerun with --instance-type p5.48xlarge to size the tier as deployed"
+            )
     # SageMaker endpoints and HyperPod clusters run ml.* instances; the disaggregated tier runs EC2 nodes.
     name = f"ml.{instance.name}" if tier in ("sagemaker", "hyperpod") else instance.name
     price = prices.hourly(name)
