@@ -1,0 +1,294 @@
+"""The ``inference-tiers`` console script: ``advise``, ``preflight`` and ``smoke``.
+
+Exit codes (stable, for scripts):
+
+- 0: done; every check passed (warnings allowed)
+- 1: a preflight check or smoke step failed, or the stack to smoke-test is missing
+- 2: usage or configuration error (bad flag value, unknown tier or context key, unreadable file)
+- 3: no AWS credentials or Region, or an AWS error outside a check (expired token, endpoint unreachable)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+from inference_tiers.config import TIER_ORDER, AccountRequirements
+from inference_tiers.instance_types import GPU_INSTANCE_TYPES
+from inference_tiers.ops import report
+from inference_tiers.ops.advise import MODEL_SOURCES, TRAFFIC_SHAPES, Workload, advise
+from inference_tiers.ops.checks import CheckResult, Clients
+from inference_tiers.ops.disaggregation import DEFAULT_MFU, NETWORKS
+from inference_tiers.ops.kv_cache import KV_DTYPES, WEIGHT_DTYPES
+from inference_tiers.ops.models import PRESETS, from_hf_config, preset
+from inference_tiers.ops.pricing import load_price_table
+from inference_tiers.ops.smoke import BLOCKED_PROMPT, STACK_NAMES, StackError, run_smoke
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_AWS = 0, 1, 2, 3
+
+
+class UsageError(ValueError):
+    """A flag or file the user gave that cannot be used."""
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+# --- advise -----------------------------------------------------------------------------------------------
+
+
+def _advise(args: argparse.Namespace) -> int:
+    if args.model and args.hf_config:
+        raise UsageError("--model and --hf-config: pass one of them, not both")
+    model = None
+    if args.hf_config:
+        model = from_hf_config(args.hf_config, params_b=args.params_b)
+    elif args.model:
+        model = preset(args.model)
+    workload = Workload(
+        args.model_source,
+        args.runs_eks,
+        args.concurrency,
+        args.traffic,
+        args.input_tokens,
+        args.output_tokens,
+    )
+    advice = advise(
+        workload,
+        model,
+        prices=load_price_table(args.prices),
+        instance_type=args.instance_type,
+        tp=args.tp,
+        kv_dtype=args.kv_dtype,
+        weight_dtype=args.weight_dtype,
+        network=args.network,
+        mfu=args.mfu,
+    )
+    print(report.dumps(advice) if args.json else report.render_advice(advice))
+    return EXIT_OK
+
+
+# --- preflight ----------------------------------------------------------------------------------------------
+
+
+def load_context(cdk_json: Path | None, overrides: Sequence[str], tier: str) -> dict[str, Any]:
+    """The CDK context the app would see: cdk.json's ``context``, then ``-c key=value`` overrides."""
+    path = cdk_json or Path("cdk.json")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path}: not found; run in the CDK app's directory or pass --cdk-json PATH"
+        ) from None
+    except (OSError, json.JSONDecodeError) as error:
+        raise UsageError(f"{path}: cannot read as JSON ({error})") from None
+    context = document.get("context", {}) if isinstance(document, dict) else None
+    if not isinstance(context, dict):
+        raise UsageError(f'{path}: expected a JSON object with a "context" object')
+    context = dict(context)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"-c {item!r}: expected key=value")
+        context[key] = value
+    context["tier"] = tier
+    return context
+
+
+def tier_requirements(context: dict[str, Any], tier: str) -> AccountRequirements:
+    # Imported here: the tier registry loads aws-cdk-lib, which advise and smoke do not need.
+    from inference_tiers.app_factory import parse_app_config
+
+    settings = parse_app_config(context).settings[tier]
+    requirements = settings.account_requirements()
+    if not isinstance(requirements, AccountRequirements):
+        raise UsageError(f"tier {tier}: account_requirements() returned {type(requirements).__name__}")
+    return requirements
+
+
+def _session(args: argparse.Namespace) -> Clients:
+    import boto3
+
+    session = boto3.session.Session(profile_name=args.profile, region_name=args.region)
+    if not session.region_name:
+        raise NoRegionError()
+    return Clients(session)
+
+
+def _account(clients: Clients) -> str:
+    return str(clients.client("sts").get_caller_identity()["Account"])
+
+
+def _print_results(
+    args: argparse.Namespace, header: dict[str, Any], results: list[CheckResult], *, latency: bool
+) -> int:
+    code = EXIT_CHECK_FAILED if any(r.status == "fail" for r in results) else EXIT_OK
+    if args.json:
+        print(report.dumps({**header, "results": results, "exit_code": code}))
+    else:
+        print(", ".join(f"{k}: {v}" for k, v in header.items() if isinstance(v, str)))
+        if isinstance(header.get("requirements"), AccountRequirements):
+            print("needs: " + report.describe_requirements(header["requirements"]))
+        print()
+        print(report.render_checks(results, latency=latency))
+    return code
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    from inference_tiers.ops.preflight import run_preflight
+
+    requirements = tier_requirements(load_context(args.cdk_json, args.context, args.tier), args.tier)
+    clients = _session(args)
+    account = _account(clients)
+    results = run_preflight(clients, requirements, account)
+    header = {"tier": args.tier, "region": clients.region, "account": account, "requirements": requirements}
+    return _print_results(args, header, results, latency=False)
+
+
+# --- smoke ---------------------------------------------------------------------------------------------------
+
+
+def _smoke(args: argparse.Namespace) -> int:
+    clients = _session(args)
+    stack = args.stack or STACK_NAMES[args.tier]
+    results = run_smoke(clients, args.tier, stack, timeout=args.timeout, blocked_prompt=args.blocked_prompt)
+    return _print_results(
+        args, {"tier": args.tier, "stack": stack, "region": clients.region}, results, latency=True
+    )
+
+
+# --- parser -------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inference-tiers",
+        description=__doc__.split("\n", 1)[0],
+        epilog="Exit codes: 0 ok, 1 a check failed, 2 usage/config error, 3 credentials/Region/AWS error.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    a = sub.add_parser(
+        "advise", help="recommend a tier, size the KV cache, check disaggregation, estimate cost"
+    )
+    a.add_argument(
+        "--model-source",
+        choices=MODEL_SOURCES,
+        default="open",
+        help="foundation (Bedrock-hosted), own / fine-tuned weights, or an open model (default open)",
+    )
+    a.add_argument("--model", help=f"architecture preset: {', '.join(PRESETS)}")
+    a.add_argument("--hf-config", type=Path, help="a Hugging Face config.json instead of a preset")
+    a.add_argument(
+        "--params-b", type=float, help="parameters in billions (default: from the preset / estimated)"
+    )
+    a.add_argument("--runs-eks", action="store_true", help="the team already operates EKS")
+    a.add_argument(
+        "--concurrency", type=_positive_int, default=16, help="peak concurrent requests (default 16)"
+    )
+    a.add_argument("--traffic", choices=TRAFFIC_SHAPES, default="spiky", help="traffic shape (default spiky)")
+    a.add_argument("--input-tokens", type=_positive_int, default=2048, help="prompt tokens (default 2048)")
+    a.add_argument("--output-tokens", type=_positive_int, default=512, help="generated tokens (default 512)")
+    a.add_argument(
+        "--instance-type",
+        help=f"size on this type (default: cheapest that fits; known: {', '.join(GPU_INSTANCE_TYPES)})",
+    )
+    a.add_argument(
+        "--tp", type=_positive_int, help="tensor-parallel degree (default: all GPUs of the instance)"
+    )
+    a.add_argument("--kv-dtype", choices=KV_DTYPES, default="bf16")
+    a.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="bf16")
+    a.add_argument(
+        "--network",
+        choices=NETWORKS,
+        default="auto",
+        help="KV transfer network: efa, tcp, or auto (EFA when the instance has it)",
+    )
+    a.add_argument("--mfu", type=_fraction, default=DEFAULT_MFU, help="prefill model FLOPs utilization (0.4)")
+    a.add_argument("--prices", type=Path, help="price file overriding the shipped us-east-1 table")
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.set_defaults(handler=_advise)
+
+    for name, handler, text in (
+        ("preflight", _preflight, "read-only account checks before cdk deploy"),
+        ("smoke", _smoke, "exercise a deployed tier through its stack outputs"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--tier", choices=TIER_ORDER, required=True)
+        p.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
+        p.add_argument("--profile", help="AWS named profile")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(handler=handler)
+        if name == "preflight":
+            p.add_argument("--cdk-json", type=Path, help="the app's cdk.json (default: ./cdk.json)")
+            p.add_argument(
+                "-c",
+                "--context",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="context override, as with cdk synth -c",
+            )
+        else:
+            p.add_argument("--stack", help="stack name (default: InferenceTiers-<Tier>)")
+            p.add_argument("--timeout", type=float, default=60.0, help="HTTP timeout in seconds (EKS tiers)")
+            p.add_argument(
+                "--blocked-prompt", default=BLOCKED_PROMPT, help="bedrock: a prompt the guardrail must block"
+            )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except StackError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    except NoCredentialsError:
+        print(
+            "error: no AWS credentials found: configure a profile (aws configure / aws sso login) or set "
+            "AWS_PROFILE",
+            file=sys.stderr,
+        )
+        return EXIT_AWS
+    except NoRegionError:
+        print("error: no AWS Region: pass --region or set AWS_REGION", file=sys.stderr)
+        return EXIT_AWS
+    except ClientError as error:
+        info = error.response.get("Error", {})
+        print(
+            f"error: AWS {error.operation_name}: {info.get('Code')}: {info.get('Message')}", file=sys.stderr
+        )
+        return EXIT_AWS
+    except BotoCoreError as error:
+        print(f"error: AWS: {error}", file=sys.stderr)
+        return EXIT_AWS
+    except ValueError as error:  # ConfigError, ModelError, PriceTableError, UsageError and sizing limits
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
