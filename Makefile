@@ -34,7 +34,7 @@ bootstrap: $(VENV)/.installed node_modules/.installed
 
 synth: bootstrap
 	rm -rf cdk.out
-	$(CDK) synth --all --quiet --no-notices --output cdk.out $(CDK_ARGS)
+	$(CDK) synth --quiet --no-notices --output cdk.out $(CDK_ARGS)
 	$(BIN)/python tools/synth_report.py cdk.out
 
 test: bootstrap

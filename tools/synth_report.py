@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(outdir: str) -> int:
@@ -23,17 +24,33 @@ def main(outdir: str) -> int:
 
     report_path = root / "validation-report.json"
     if not report_path.exists():
-        print("cdk-nag: no validation report found (was the AwsSolutionsChecks plugin registered?)")
+        print("cdk-nag: no validation report in the output: the synth did not run the validation plugins")
         return 1
-    report = json.loads(report_path.read_text())
-    for plugin in report.get("pluginReports", []):
-        violations = plugin.get("violations", [])
-        name = plugin.get("summary", {}).get("pluginName", "plugin")
-        status = "passed" if not violations else f"FAILED with {len(violations)} finding(s)"
-        print(f"{name}: {status} (unacknowledged findings: {len(violations)})")
-        for violation in violations:
-            print(f"  {violation.get('ruleName')}: {violation.get('description', '')[:120]}")
-    return 0 if all(not p.get("violations") for p in report.get("pluginReports", [])) else 1
+    # Plugins with no findings leave no entry in pluginReports (a finding would have failed the synth).
+    violations = [v for p in json.loads(report_path.read_text())["pluginReports"] for v in p["violations"]]
+    print(f"cdk-nag AwsSolutionsChecks: {len(violations)} unacknowledged finding(s)")
+    for violation in violations:
+        print(f"  {violation['ruleName']}: {violation.get('description', '')[:160]}")
+    acknowledged = _acknowledged_findings(root, stacks)
+    print(f"acknowledged findings ({len(acknowledged)}), each with its reason:")
+    for path, rule, reason in acknowledged:
+        print(f"  {rule} on {path}\n      {reason}")
+    return 1 if violations else 0
+
+
+def _acknowledged_findings(root: Path, stacks: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(construct path, rule id, reason) for every acknowledgment recorded in the stacks' metadata."""
+    found = []
+    for artifact in stacks.values():
+        metadata = dict(artifact.get("metadata", {}))
+        if "additionalMetadataFile" in artifact:
+            metadata.update(json.loads((root / artifact["additionalMetadataFile"]).read_text()))
+        for path, records in metadata.items():
+            for record in records:
+                if record["type"] == "aws:cdk:acknowledged-rules":
+                    for rule, reason in record["data"].items():
+                        found.append((path, rule.removeprefix("Annotation::"), reason))
+    return sorted(found)
 
 
 if __name__ == "__main__":
