@@ -261,8 +261,8 @@ class SageMakerLlmEndpoint(Construct):
             variant_name=VARIANT_NAME,
             inference_component_name=self.inference_component_name,
         )
-        stack = Stack.of(self)
-        self.endpoint_arn = stack.format_arn(
+        self.stack = Stack.of(self)
+        self.endpoint_arn = self.stack.format_arn(
             service="sagemaker", resource="endpoint", resource_name=self.endpoint_name
         )
 

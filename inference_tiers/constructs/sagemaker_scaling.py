@@ -67,14 +67,16 @@ class ScalingOptions:
                 "inference_components=True (SageMaker scales to zero only endpoints that host inference components)"
             )
         if self.idle_scale_in is not None:
+            minutes = self.idle_scale_in.to_minutes()
             if not self.scale_to_zero:
                 raise ValueError(
-                    f"scaling.idle_scale_in: got {self.idle_scale_in.to_minutes()} minutes with scale_to_zero=False; "
+                    f"scaling.idle_scale_in: got {minutes:g} minutes with scale_to_zero=False; "
                     f"expected None, or scale_to_zero=True"
                 )
-            minutes = self.idle_scale_in.to_minutes()
             if not 1 <= minutes <= 1440:
-                raise ValueError(f"scaling.idle_scale_in: got {minutes} minutes; expected 1 to 1440 minutes")
+                raise ValueError(
+                    f"scaling.idle_scale_in: got {minutes:g} minutes; expected 1 to 1440 minutes"
+                )
 
     @property
     def floor(self) -> int:
