@@ -46,6 +46,7 @@ from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
+from inference_tiers.instance_types import gpu_instance_type
 
 STACK_NAME = "InferenceTiers-SageMaker"
 # Where to upload the weights when the stack creates the model bucket: models/<model_id>/.
@@ -149,8 +150,7 @@ class SageMakerSettings:
 
     def __post_init__(self) -> None:
         for index, name in enumerate(self.instance_types):
-            # Raises ConfigError naming sagemaker.instance_types[i] for unknown types.
-            instance_pools([name], key=f"sagemaker.instance_types[{index}]")
+            gpu_instance_type(name, key=f"sagemaker.instance_types[{index}]", sagemaker=True)
         if len(set(self.instance_types)) != len(self.instance_types):
             raise ConfigError(
                 "sagemaker.instance_types", list(self.instance_types), "distinct instance types"
