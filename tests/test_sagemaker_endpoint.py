@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
+from constructs import IConstruct
 
 from inference_tiers import instance_types
 from inference_tiers.constructs import ModelWeights, SageMakerLlmEndpoint, ScalingOptions
@@ -42,7 +43,15 @@ def make(**props: Any) -> SageMakerLlmEndpoint:
 def only(template: Template, resource_type: str) -> dict[str, Any]:
     resources = template.find_resources(resource_type)
     assert len(resources) == 1, list(resources)
-    return next(iter(resources.values()))
+    (resource,) = resources.values()
+    return dict(resource)
+
+
+def logical_id(construct: IConstruct) -> str:
+    """The logical id of ``construct``, or of its CloudFormation default child."""
+    element = construct if isinstance(construct, cdk.CfnElement) else construct.node.default_child
+    assert isinstance(element, cdk.CfnElement), construct.node.path
+    return cdk.Stack.of(element).get_logical_id(element)
 
 
 def environment(template: Template) -> dict[str, str]:
@@ -59,9 +68,7 @@ def variant(template: Template) -> dict[str, Any]:
 
 
 def policy_statements(template: Template, endpoint: SageMakerLlmEndpoint) -> list[dict[str, Any]]:
-    policy_id = endpoint.stack.get_logical_id(
-        endpoint.role.node.find_child("DefaultPolicy").node.default_child
-    )
+    policy_id = logical_id(endpoint.role.node.find_child("DefaultPolicy"))
     return list(template.to_json()["Resources"][policy_id]["Properties"]["PolicyDocument"]["Statement"])
 
 
@@ -268,11 +275,9 @@ def test_inference_component_topology() -> None:
     component = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]
     assert component["InferenceComponentName"] == endpoint.inference_component_name
     assert component["VariantName"] == "AllTraffic"
-    assert component["EndpointName"] == {
-        "Fn::GetAtt": [endpoint.stack.get_logical_id(endpoint.endpoint), "EndpointName"]
-    }
+    assert component["EndpointName"] == {"Fn::GetAtt": [logical_id(endpoint.endpoint), "EndpointName"]}
     spec = component["Specification"]
-    assert spec["ModelName"] == {"Fn::GetAtt": [endpoint.stack.get_logical_id(endpoint.model), "ModelName"]}
+    assert spec["ModelName"] == {"Fn::GetAtt": [logical_id(endpoint.model), "ModelName"]}
     assert spec["ComputeResourceRequirements"] == {
         "NumberOfAcceleratorDevicesRequired": 1,
         "MinMemoryRequiredInMb": 8192,
@@ -286,8 +291,7 @@ def test_inference_component_topology() -> None:
     assert deployment["RollingUpdatePolicy"]["MaximumBatchSize"] == {"Type": "COPY_COUNT", "Value": 1}
     rollback = [a["AlarmName"]["Ref"] for a in deployment["AutoRollbackConfiguration"]["Alarms"]]
     assert rollback == [
-        endpoint.stack.get_logical_id(a.node.default_child)  # type: ignore[arg-type]
-        for a in (endpoint.monitoring.error_rate_alarm, endpoint.monitoring.latency_alarm)
+        logical_id(a) for a in (endpoint.monitoring.error_rate_alarm, endpoint.monitoring.latency_alarm)
     ]
     endpoint_props = only(template, "AWS::SageMaker::Endpoint")["Properties"]
     assert endpoint_props["RetainAllVariantProperties"] is True
@@ -309,9 +313,7 @@ def test_single_model_topology() -> None:
         startup_health_check_timeout=cdk.Duration.minutes(40),
     )
     production_variant = variant(template)
-    assert production_variant["ModelName"] == {
-        "Fn::GetAtt": [endpoint.stack.get_logical_id(endpoint.model), "ModelName"]
-    }
+    assert production_variant["ModelName"] == {"Fn::GetAtt": [logical_id(endpoint.model), "ModelName"]}
     assert production_variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 2400
     assert production_variant["ModelDataDownloadTimeoutInSeconds"] == 1800
     assert "ManagedInstanceScaling" not in production_variant
@@ -462,7 +464,7 @@ def test_volume_kms_key_is_used_on_ebs_only_instance_types(monkeypatch: pytest.M
     )
     template = Template.from_stack(stack)
     config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
-    assert config["KmsKeyId"] == {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert config["KmsKeyId"] == {"Fn::GetAtt": [logical_id(key), "Arn"]}
     kms_actions = [
         s["Action"] for s in policy_statements(template, endpoint) if "kms:CreateGrant" in s["Action"]
     ]
@@ -502,7 +504,8 @@ def test_inference_component_scaling_tracks_concurrency_per_copy() -> None:
         )
         == {}
     )
-    assert endpoint.stack.get_logical_id(endpoint.inference_component) in target["DependsOn"]  # type: ignore[arg-type]
+    assert endpoint.inference_component is not None
+    assert logical_id(endpoint.inference_component) in target["DependsOn"]
     policy = only(template, "AWS::ApplicationAutoScaling::ScalingPolicy")["Properties"]
     assert policy["PolicyType"] == "TargetTrackingScaling"
     assert policy["TargetTrackingScalingPolicyConfiguration"] == {
@@ -535,7 +538,6 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
             min_capacity=1, max_capacity=2, scale_to_zero=True, idle_scale_in=cdk.Duration.minutes(45)
         )
     )
-    stack = endpoint.stack
     assert only(template, "AWS::ApplicationAutoScaling::ScalableTarget")["Properties"]["MinCapacity"] == 0
     assert variant(template)["ManagedInstanceScaling"]["MinInstanceCount"] == 0
     # The first copy still starts at deployment, so the deployment proves the model loads.
@@ -547,9 +549,7 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
     assert scaling.scale_out_from_zero is not None and scaling.no_capacity_alarm is not None
     assert scaling.idle_scale_in is not None and scaling.idle_alarm is not None
     policies = template.to_json()["Resources"]
-    scale_out = policies[stack.get_logical_id(scaling.scale_out_from_zero.node.find_child("Resource"))][
-        "Properties"
-    ]
+    scale_out = policies[logical_id(scaling.scale_out_from_zero)]["Properties"]
     assert scale_out["PolicyType"] == "StepScaling"
     assert scale_out["StepScalingPolicyConfiguration"] == {
         "AdjustmentType": "ChangeInCapacity",
@@ -557,7 +557,7 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
         "MetricAggregationType": "Maximum",
         "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
     }
-    alarm = policies[stack.get_logical_id(scaling.no_capacity_alarm.node.default_child)]["Properties"]  # type: ignore[arg-type]
+    alarm = policies[logical_id(scaling.no_capacity_alarm)]["Properties"]
     assert alarm["Namespace"] == "AWS/SageMaker"
     assert alarm["MetricName"] == "NoCapacityInvocationFailures"
     assert alarm["Dimensions"] == [
@@ -565,16 +565,14 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
     ]
     assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Maximum", 10, 1)
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-    assert alarm["AlarmActions"] == [
-        {"Ref": stack.get_logical_id(scaling.scale_out_from_zero.node.find_child("Resource"))}
-    ]
+    assert alarm["AlarmActions"] == [{"Ref": logical_id(scaling.scale_out_from_zero)}]
 
-    idle = policies[stack.get_logical_id(scaling.idle_scale_in.node.find_child("Resource"))]["Properties"]
+    idle = policies[logical_id(scaling.idle_scale_in)]["Properties"]
     assert idle["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
     assert idle["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
         {"MetricIntervalUpperBound": 0, "ScalingAdjustment": 0}
     ]
-    idle_alarm = policies[stack.get_logical_id(scaling.idle_alarm.node.default_child)]["Properties"]  # type: ignore[arg-type]
+    idle_alarm = policies[logical_id(scaling.idle_alarm)]["Properties"]
     assert idle_alarm["EvaluationPeriods"] == 45
     assert idle_alarm["ComparisonOperator"] == "LessThanOrEqualToThreshold"
     expression, invocations = idle_alarm["Metrics"]
@@ -612,9 +610,7 @@ def test_min_capacity_above_max_is_rejected() -> None:
 
 def test_model_depends_on_the_role_default_policy() -> None:
     endpoint, template = build()
-    policy_id = endpoint.stack.get_logical_id(
-        endpoint.role.node.find_child("DefaultPolicy").node.default_child
-    )  # type: ignore[arg-type]
+    policy_id = logical_id(endpoint.role.node.find_child("DefaultPolicy"))
     for resource_type in (
         "AWS::SageMaker::Model",
         "AWS::SageMaker::EndpointConfig",
@@ -686,13 +682,15 @@ def test_bucket_weights_grant_the_bucket_key() -> None:
     )
     statements = policy_statements(Template.from_stack(stack), endpoint)
     decrypt = [s for s in statements if s["Action"] == "kms:Decrypt"]
-    assert decrypt[0]["Resource"] == {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert decrypt[0]["Resource"] == {"Fn::GetAtt": [logical_id(key), "Arn"]}
 
 
 def test_model_runs_in_private_subnets_with_https_egress_only() -> None:
     endpoint, template = build()
     vpc_config = only(template, "AWS::SageMaker::Model")["Properties"]["VpcConfig"]
-    private = [s.subnet_id for s in endpoint.node.scope.node.find_child("Vpc").private_subnets]  # type: ignore[union-attr, attr-defined]
+    vpc = endpoint.stack.node.find_child("Vpc")
+    assert isinstance(vpc, ec2.Vpc)
+    private = [s.subnet_id for s in vpc.private_subnets]
     assert vpc_config["Subnets"] == [endpoint.stack.resolve(s) for s in private]
     group = only(template, "AWS::EC2::SecurityGroup")["Properties"]
     assert group["SecurityGroupEgress"] == [
@@ -729,7 +727,7 @@ def test_grant_invoke_covers_streaming_and_optionally_bearer_tokens() -> None:
         template.has_resource_properties(
             "AWS::IAM::Policy",
             {
-                "Roles": [{"Ref": endpoint.stack.get_logical_id(role.node.default_child)}],  # type: ignore[arg-type]
+                "Roles": [{"Ref": logical_id(role)}],
                 "PolicyDocument": {"Statement": [{"Action": actions, "Effect": "Allow", "Resource": arn}]},
             },
         )
@@ -754,7 +752,7 @@ def test_data_capture_to_an_encrypted_bucket() -> None:
     capture = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]["DataCaptureConfig"]
     assert capture["EnableCapture"] is True
     assert capture["InitialSamplingPercentage"] == 5
-    assert capture["KmsKeyId"] == {"Fn::GetAtt": [stack.get_logical_id(key.node.default_child), "Arn"]}  # type: ignore[arg-type]
+    assert capture["KmsKeyId"] == {"Fn::GetAtt": [logical_id(key), "Arn"]}
     assert capture["CaptureOptions"] == [{"CaptureMode": "Input"}, {"CaptureMode": "Output"}]
     put = [s for s in policy_statements(template, endpoint) if s["Action"] == "s3:PutObject"]
     assert f"/data-capture/{endpoint.endpoint_name}/*" in json.dumps(put[0]["Resource"])
@@ -811,9 +809,7 @@ def test_alarms_watch_errors_latency_gpu_memory_disk_and_capacity() -> None:
         "NoCapacityInvocationFailures": ("AWS/SageMaker", component, "Sum", 1),
     }
     assert sorted(alarms) == sorted(expected)
-    topic_ref = {
-        "Ref": endpoint.stack.get_logical_id(endpoint.node.find_child("AlarmTopic").node.default_child)
-    }  # type: ignore[arg-type]
+    topic_ref = {"Ref": logical_id(endpoint.node.find_child("AlarmTopic"))}
     for name, (namespace, dims, statistic, threshold) in expected.items():
         alarm = alarms[name]
         assert alarm["Namespace"] == namespace, name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from inference_tiers.stacks.sagemaker import STACK_NAME, TIER, SageMakerSettings
 from tests.harness import TierBuild, build_tier, cdk_json_context
 
 
-def resources_of(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
+def resources_of(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}
 
 

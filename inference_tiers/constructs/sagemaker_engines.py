@@ -213,7 +213,7 @@ def engine_convention(engine: str) -> EngineConvention:
     """The convention for ``engine``; raises ValueError naming the accepted engines."""
     if engine not in ENGINE_CONVENTIONS:
         raise ValueError(f"engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
-    return ENGINE_CONVENTIONS[engine]  # type: ignore[index]
+    return ENGINE_CONVENTIONS[engine]
 
 
 def cuda_version_of(tag: str) -> int | None:
