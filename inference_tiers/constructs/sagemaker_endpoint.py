@@ -4,25 +4,26 @@ What the existing libraries miss and this construct does (see docs/sagemaker.md)
 
 - inference components by default (per-copy scaling, rolling copy updates, scale-to-zero), single model as
   an option; concurrency-based autoscaling (``sagemaker_scaling``);
-- capacity fallback over up to five prioritised instance pools (least-outstanding-requests routing, which
-  pools require), optional ML capacity reservation or training plan, provisioning timeout;
-- the host AMI derived from the container's CUDA version; start-up and download timeouts sized for large models;
-- a least-privilege execution role, with the Model depending on the role's policy (``CreateModel`` checks
-  ECR and S3 access when it runs); private subnets; KMS where the instance type allows it;
+- capacity fallback over up to five prioritised instance pools with the least-outstanding-requests routing
+  pools require, an optional ML capacity reservation or training plan, a provisioning timeout
+  (``sagemaker_capacity``);
+- the host AMI derived from the container's CUDA version, engine conventions and pinned images
+  (``sagemaker_engines``); start-up and download timeouts sized for large models;
+- a least-privilege execution role (``sagemaker_security``), with the Model depending on the role's policy
+  because ``CreateModel`` checks ECR and S3 access when it runs; private subnets; KMS where the instance type
+  allows it;
 - generated names for immutable resources (Model, EndpointConfig), so updates never collide; stable generated
   names for the Endpoint and inference component, which alarms and scaling targets refer to;
-- enhanced metrics every 10 s, detailed observability, alarms to an encrypted topic and a dashboard.
+- enhanced metrics every 10 s, detailed observability, alarms to an encrypted topic and a dashboard
+  (``sagemaker_monitoring``).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 import jsii
-from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Aws, Duration, Names, RemovalPolicy, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -34,9 +35,15 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from inference_tiers.constructs.sagemaker_capacity import (
+    Capacity,
+    capacity_reservation_config,
+    routing_config,
+)
 from inference_tiers.constructs.sagemaker_engines import (
     INFERENCE_AMI_VERSIONS,
     MODEL_MOUNT_PATH,
+    EngineConvention,
     ResolvedImage,
     dlc_image,
     ecr_image,
@@ -49,59 +56,18 @@ from inference_tiers.constructs.sagemaker_monitoring import (
     EndpointMonitoring,
 )
 from inference_tiers.constructs.sagemaker_scaling import ConcurrencyScaling, ScalingOptions
+from inference_tiers.constructs.sagemaker_security import ExecutionRole
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
-from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
 from inference_tiers.nag import acknowledge
 
-Routing = Literal["LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "RANDOM"]
-ROUTING_STRATEGIES: tuple[Routing, ...] = ("LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "RANDOM")
-MAX_INSTANCE_POOLS = 5
 VARIANT_NAME = "AllTraffic"
-_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 # Large models take tens of minutes to download and load; SageMaker accepts 60-3600 s.
 DEFAULT_MODEL_TIMEOUT = Duration.minutes(30)
-_RESERVATION_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:[a-z0-9-]{1,14}/\S+")
-
-
-def instance_pools(instance_types: Sequence[str], *, key: str = "instance_types") -> list[GpuInstanceType]:
-    """The facts for 1 to 5 SageMaker GPU instance types, in priority order; ValueError otherwise."""
-    if not 1 <= len(instance_types) <= MAX_INSTANCE_POOLS:
-        raise ValueError(
-            f"{key}: got {len(instance_types)} instance types {list(instance_types)}; expected 1 to "
-            f"{MAX_INSTANCE_POOLS} (SageMaker instance pools hold at most {MAX_INSTANCE_POOLS} types)"
-        )
-    if len(set(instance_types)) != len(instance_types):
-        raise ValueError(f"{key}: got {list(instance_types)}; expected distinct instance types")
-    return [
-        gpu_instance_type(name, key=f"{key}[{i}]", sagemaker=True) for i, name in enumerate(instance_types)
-    ]
-
-
-def copies_per_instance(
-    pools: Sequence[GpuInstanceType], *, gpus_per_copy: int, memory_per_copy_mb: int
-) -> int:
-    """How many copies fit on the smallest pool, by GPUs and by host memory (at least one, validated elsewhere)."""
-    return max(
-        1,
-        min(min(p.gpus // gpus_per_copy, (p.memory_gib * 1024) // memory_per_copy_mb) for p in pools),
-    )
-
-
-def max_instance_count(
-    pools: Sequence[GpuInstanceType],
-    *,
-    inference_components: bool,
-    max_capacity: int,
-    gpus_per_copy: int,
-    memory_per_copy_mb: int,
-) -> int:
-    """Instances needed at ``max_capacity`` copies (inference components) or instances (single model)."""
-    if not inference_components:
-        return max_capacity
-    per_instance = copies_per_instance(
-        pools, gpus_per_copy=gpus_per_copy, memory_per_copy_mb=memory_per_copy_mb
-    )
-    return math.ceil(max_capacity / per_instance)
+_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# Rolling updates: large models load for tens of minutes; the bake time lets the rollback alarms
+# (3 of 5 one-minute periods) evaluate before the next batch.
+_ROLLING_TIMEOUT_SECONDS = 7200
+_ROLLING_BAKE_SECONDS = 300
 
 
 def _seconds(value: Duration, *, key: str, minimum: int, maximum: int) -> int:
@@ -123,9 +89,9 @@ class SageMakerLlmEndpoint(Construct):
     - ``vpc``; ``vpc_subnets`` (default: private subnets with egress).
     - ``engine``: ``vllm`` (default), ``sglang``, ``lmi`` or ``byoc``.
     - ``image_uri``: an ECR image replacing the engine's pinned DLC (required for ``byoc``).
-    - ``served_model_name``: the model name clients send (default: the hub id, or none for S3 weights).
-    - ``tensor_parallel_degree``: GPUs per model copy (default: all GPUs of the smallest pool, for single
-      model; 1 for inference components); at most the GPU count of every pool.
+    - ``served_model_name``: the model name clients send (default: the hub id, or the engine's default for S3).
+    - ``tensor_parallel_degree``: GPUs per model copy (default: 1 for inference components, every GPU of the
+      smallest pool for a single model); at most the GPU count of every pool.
     - ``max_model_len``, ``max_concurrent_sequences``: engine limits (default: the engine's own).
     - ``engine_args``: further engine flags, ``{"enable-prefix-caching": "true"}``, mapped to the engine's
       variable convention; ``environment``: raw extra variables (plaintext in the template: no secrets).
@@ -133,7 +99,8 @@ class SageMakerLlmEndpoint(Construct):
     - ``memory_per_copy_mb``: host memory reserved per inference-component copy (default 16384).
     - ``routing``: ``LEAST_OUTSTANDING_REQUESTS`` (default), ``PREFIX_AWARE`` (with ``prefix_length`` 1024-65536,
       default 4096, and ``prefix_concurrency_threshold`` 1-1024, default 16) or ``RANDOM``. Pools need the default.
-    - ``provision_timeout``: how long to keep trying pools after capacity errors (300-3600 s; default service's).
+    - ``provision_timeout``: how long to keep trying pools after capacity errors (300-3600 s; default: the
+      service's).
     - ``capacity_reservation_arn``: an ML capacity reservation or training plan to draw instances from only.
     - ``inference_ami_version``: host AMI (default: derived from the image's CUDA version).
     - ``startup_health_check_timeout``, ``model_download_timeout``: 60-3600 s (default 30 minutes each).
@@ -144,6 +111,10 @@ class SageMakerLlmEndpoint(Construct):
     - ``data_capture_bucket`` (default none: capture off), ``data_capture_percentage`` (default 20).
     - ``alarm_topic``: where alarms go (default: a new KMS-encrypted topic); ``alarm_thresholds``.
     - ``log_retention``: endpoint log retention (default three months).
+
+    Attributes: ``model``, ``endpoint_config``, ``endpoint``, ``inference_component`` (None for single model),
+    ``role``, ``security_group``, ``log_groups``, ``scaling``, ``monitoring``, ``dashboard``, ``capacity``,
+    ``endpoint_name``, ``inference_component_name``, ``endpoint_arn``, ``openai_base_url``, ``environment``.
     """
 
     def __init__(
@@ -183,54 +154,31 @@ class SageMakerLlmEndpoint(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
     ) -> None:
         super().__init__(scope, construct_id)
+        # --- validation: everything a user typed is checked before any resource exists ---------------------
         scaling = scaling or ScalingOptions()
-        convention = engine_convention(engine)
-        pools = instance_pools(instance_types)
         scaling.validate(inference_components=inference_components)
-        if routing not in ROUTING_STRATEGIES:
-            raise ValueError(f"routing: got {routing!r}; expected one of {', '.join(ROUTING_STRATEGIES)}")
-        if len(pools) > 1 and routing != "LEAST_OUTSTANDING_REQUESTS":
+        convention = engine_convention(engine)
+        if convention.image is None and image_uri is None:
+            raise ValueError(f"image_uri: got None with engine {engine!r}; expected your ECR image URI")
+        self.capacity = Capacity.plan(
+            instance_types,
+            inference_components=inference_components,
+            tensor_parallel_degree=tensor_parallel_degree,
+            memory_per_copy_mb=memory_per_copy_mb,
+        )
+        routing_property = routing_config(
+            routing,
+            capacity=self.capacity,
+            prefix_length=prefix_length,
+            concurrency_threshold=prefix_concurrency_threshold,
+        )
+        reservation = capacity_reservation_config(capacity_reservation_arn)
+        if volume_kms_key is not None and self.capacity.local_nvme_types:
             raise ValueError(
-                f"routing: got {routing!r} with {len(pools)} instance pools; expected LEAST_OUTSTANDING_REQUESTS "
-                f"(SageMaker requires it for instance pools), or a single instance type"
+                f"volume_kms_key: got a key with instance types {self.capacity.local_nvme_types}, which have "
+                f"local NVMe storage; expected no key (SageMaker rejects KmsKeyId on instances with local "
+                f"storage and encrypts their NVMe volumes itself), or EBS-only instance types"
             )
-        smallest_gpus = min(p.gpus for p in pools)
-        tp = tensor_parallel_degree or (1 if inference_components else smallest_gpus)
-        for pool in pools:
-            if not 1 <= tp <= pool.gpus:
-                raise ValueError(
-                    f"tensor_parallel_degree: got {tp}; expected 1 to {pool.gpus} (ml.{pool.name} has "
-                    f"{pool.gpus} GPU{'s' if pool.gpus > 1 else ''}; every instance pool must fit one model copy)"
-                )
-            if inference_components and memory_per_copy_mb > pool.memory_gib * 1024:
-                raise ValueError(
-                    f"memory_per_copy_mb: got {memory_per_copy_mb}; expected at most {pool.memory_gib * 1024} "
-                    f"(the host memory of ml.{pool.name})"
-                )
-        if volume_kms_key is not None:
-            nvme = [f"ml.{p.name}" for p in pools if p.local_nvme]
-            if nvme:
-                raise ValueError(
-                    f"volume_kms_key: got a key with instance types {nvme}, which have local NVMe storage; "
-                    f"expected no key (SageMaker rejects KmsKeyId on instances with local storage and encrypts "
-                    f"their NVMe volumes itself), or EBS-only instance types"
-                )
-        if (
-            capacity_reservation_arn is not None
-            and not Token.is_unresolved(capacity_reservation_arn)
-            and not _RESERVATION_ARN.fullmatch(capacity_reservation_arn)
-        ):
-            raise ValueError(
-                f"capacity_reservation_arn: got {capacity_reservation_arn!r}; expected an ML reservation or "
-                f"training-plan ARN: arn:aws:sagemaker:<region>:<account>:training-plan/<name>"
-            )
-        if routing == "PREFIX_AWARE":
-            if not 1024 <= prefix_length <= 65536:
-                raise ValueError(f"prefix_length: got {prefix_length}; expected 1024 to 65536")
-            if not 1 <= prefix_concurrency_threshold <= 1024:
-                raise ValueError(
-                    f"prefix_concurrency_threshold: got {prefix_concurrency_threshold}; expected 1 to 1024"
-                )
         if data_capture_bucket is not None and not 0 < data_capture_percentage <= 100:
             raise ValueError(f"data_capture_percentage: got {data_capture_percentage}; expected 1 to 100")
         startup_seconds = _seconds(
@@ -244,71 +192,36 @@ class SageMakerLlmEndpoint(Construct):
             if provision_timeout is None
             else _seconds(provision_timeout, key="provision_timeout", minimum=300, maximum=3600)
         )
-        if convention.engine == "byoc" and image_uri is None:
-            raise ValueError("image_uri: got None with engine 'byoc'; expected your ECR image URI")
 
-        self.inference_components = inference_components
-        self.instance_pools = pools
-        self.tensor_parallel_degree = tp
-        self.scaling_options = scaling
-        # Stable, generated names: alarms, scaling targets and the invoke URL refer to them, and only a change
-        # of name replaces an Endpoint. Model and EndpointConfig (immutable) keep CloudFormation-generated names.
+        # --- names: stable and generated. Alarms, scaling targets and the invoke URL refer to them; only a
+        # change of name replaces an Endpoint. Model and EndpointConfig (immutable) get CloudFormation names.
+        self.stack = Stack.of(self)
         self.endpoint_name = Names.unique_resource_name(self, max_length=56, separator="-").lower()
         self.inference_component_name = f"{self.endpoint_name}-ic" if inference_components else None
         self.variant_name = VARIANT_NAME
+        self.endpoint_arn = self.stack.format_arn(
+            service="sagemaker", resource="endpoint", resource_name=self.endpoint_name
+        )
         self.metrics = EndpointMetrics(
             endpoint_name=self.endpoint_name,
             variant_name=VARIANT_NAME,
             inference_component_name=self.inference_component_name,
         )
-        self.stack = Stack.of(self)
-        self.endpoint_arn = self.stack.format_arn(
-            service="sagemaker", resource="endpoint", resource_name=self.endpoint_name
-        )
 
-        image: ResolvedImage
-        if image_uri is not None:
-            image = ecr_image(self, image_uri)
-            image_label = image_uri
-        else:
-            assert convention.image is not None  # every engine but byoc pins a DLC; byoc requires image_uri
-            image = dlc_image(self, convention.image)
-            image_label = f"{convention.image.repository}:{convention.image.tag}"
-        self.image_uri = image.uri
-        if inference_ami_version is None:
-            inference_ami_version = inference_ami_for_cuda(image.cuda_version, image=image_label)
-        elif inference_ami_version not in INFERENCE_AMI_VERSIONS:
-            raise ValueError(
-                f"inference_ami_version: got {inference_ami_version!r}; expected one of {', '.join(INFERENCE_AMI_VERSIONS)}"
-            )
-        self.inference_ami_version = inference_ami_version
-
-        model_location = MODEL_MOUNT_PATH if weights.is_s3 else weights.hub_model_id
-        assert model_location is not None
-        env = convention.environment(
-            model=model_location,
-            served_model_name=served_model_name or weights.hub_model_id,
-            tensor_parallel_degree=tp,
+        # --- container: image, host AMI, environment ---------------------------------------------------------
+        image = self._image(convention, image_uri)
+        self.inference_ami_version = self._ami(inference_ami_version, image, convention, image_uri)
+        self.environment = self._environment(
+            convention,
+            weights,
+            served_model_name=served_model_name,
             max_model_len=max_model_len,
             max_concurrent_sequences=max_concurrent_sequences,
             engine_args=engine_args or {},
+            extra=environment or {},
         )
-        for name, value in (environment or {}).items():
-            if name in env:
-                raise ValueError(
-                    f"environment: got {name!r}, which the engine settings already set; expected a new name"
-                )
-            env[name] = value
-        tokens = sorted(set(env) & set(_TOKEN_VARIABLES))
-        if tokens:
-            Annotations.of(self).add_warning_v2(
-                "inference-tiers:sagemaker-plaintext-token",
-                f"{', '.join(tokens)} is a plaintext environment variable: it is readable in the template, "
-                f"DescribeModel and CloudFormation events. Stage the weights in S3 (ModelWeights.from_s3_uri) instead.",
-            )
-        self.environment = env
 
-        # --- security: key, role, network -------------------------------------------------------------
+        # --- security: key, role, network -----------------------------------------------------------------------
         self.encryption_key = encryption_key or kms.Key(
             self,
             "Key",
@@ -316,12 +229,18 @@ class SageMakerLlmEndpoint(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.role = iam.Role(
+        execution = ExecutionRole(
             self,
-            "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"Execution role of SageMaker endpoint {self.endpoint_name}",
+            "Execution",
+            endpoint_name=self.endpoint_name,
+            inference_component_name=self.inference_component_name,
+            image=image,
+            weights=weights,
+            encryption_key=self.encryption_key,
+            log_retention=log_retention,
         )
+        self.role = execution.role
+        self.log_groups = execution.log_groups
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -334,23 +253,9 @@ class SageMakerLlmEndpoint(Construct):
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and model hubs"
         )
         self._connections = ec2.Connections(security_groups=[self.security_group])
-        selection = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        subnets = vpc.select_subnets(
-            availability_zones=selection.availability_zones,
-            one_per_az=selection.one_per_az,
-            subnet_filters=selection.subnet_filters,
-            subnet_group_name=selection.subnet_group_name,
-            subnets=selection.subnets,
-            subnet_type=selection.subnet_type,
-        )
-        vpc_config = {
-            "security_group_ids": [self.security_group.security_group_id],
-            "subnets": subnets.subnet_ids,
-        }
-        self.log_groups = self._log_groups(log_retention)
-        self._grant_execution(image, weights)
+        subnet_ids = _subnet_ids(vpc, vpc_subnets)
 
-        # --- model, endpoint config, endpoint, inference component -------------------------------------
+        # --- model --------------------------------------------------------------------------------------------------
         self.model = sagemaker.CfnModel(
             self,
             "Model",
@@ -358,23 +263,19 @@ class SageMakerLlmEndpoint(Construct):
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=image.uri,
                 mode="SingleModel",
-                environment=env,
-                model_data_source=(
-                    sagemaker.CfnModel.ModelDataSourceProperty(
-                        s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
-                            s3_uri=weights.s3_uri, s3_data_type="S3Prefix", compression_type="None"
-                        )
-                    )
-                    if weights.is_s3
-                    else None
-                ),
+                environment=self.environment,
+                model_data_source=_model_data_source(weights),
             ),
             enable_network_isolation=weights.is_s3,
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(**vpc_config),
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[self.security_group.security_group_id], subnets=subnet_ids
+            ),
         )
-        # CreateModel validates ECR and S3 access: the policy must exist first (Role alone is not enough).
+        # CreateModel validates ECR and S3 access, so the role's policy must exist first: depending on the
+        # Role construct makes the Model depend on its DefaultPolicy too.
         self.model.node.add_dependency(self.role)
 
+        # --- alarms first: deployments roll back on them ------------------------------------------------------------
         self.monitoring = EndpointMonitoring(
             self,
             "Monitoring",
@@ -390,52 +291,24 @@ class SageMakerLlmEndpoint(Construct):
             )
         )
 
-        max_instances = max_instance_count(
-            pools,
-            inference_components=inference_components,
-            max_capacity=scaling.max_capacity,
-            gpus_per_copy=tp,
-            memory_per_copy_mb=memory_per_copy_mb,
-        )
-        self.max_instance_count = max_instances
-        initial_instances = max_instance_count(
-            pools,
-            inference_components=inference_components,
-            max_capacity=scaling.min_capacity,
-            gpus_per_copy=tp,
-            memory_per_copy_mb=memory_per_copy_mb,
-        )
+        # --- endpoint config and endpoint ------------------------------------------------------------------------
+        initial_instances = self.capacity.instances_for(scaling.min_capacity)
+        self.max_instance_count = self.capacity.instances_for(scaling.max_capacity)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME,
             model_name=None if inference_components else self.model.attr_model_name,
-            instance_type=instance_types[0] if len(pools) == 1 else None,
-            instance_pools=(
-                [
-                    sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=priority)
-                    for priority, name in enumerate(instance_types, start=1)
-                ]
-                if len(pools) > 1
-                else None
-            ),
+            instance_type=self.capacity.instance_type(),
+            instance_pools=self.capacity.instance_pools(),
             initial_instance_count=initial_instances,
             initial_variant_weight=1,
-            inference_ami_version=inference_ami_version,
-            routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                routing_strategy=routing,
-                prefix_aware_routing_config=(
-                    sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
-                        prefix_length=prefix_length, concurrency_threshold=prefix_concurrency_threshold
-                    )
-                    if routing == "PREFIX_AWARE"
-                    else None
-                ),
-            ),
+            inference_ami_version=self.inference_ami_version,
+            routing_config=routing_property,
             # Inference components: SageMaker adds and removes instances as copies need them.
             managed_instance_scaling=(
                 sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                     status="ENABLED",
                     min_instance_count=0 if scaling.scale_to_zero else initial_instances,
-                    max_instance_count=max_instances,
+                    max_instance_count=self.max_instance_count,
                 )
                 if inference_components
                 else None
@@ -446,14 +319,7 @@ class SageMakerLlmEndpoint(Construct):
             else startup_seconds,
             model_data_download_timeout_in_seconds=None if inference_components else download_seconds,
             variant_instance_provision_timeout_in_seconds=provision_seconds,
-            capacity_reservation_config=(
-                sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
-                    capacity_reservation_preference="capacity-reservations-only",
-                    ml_reservation_arn=capacity_reservation_arn,
-                )
-                if capacity_reservation_arn
-                else None
-            ),
+            capacity_reservation_config=reservation,
         )
         if volume_kms_key is not None:
             volume_kms_key.grant(self.role, "kms:CreateGrant", "kms:Decrypt", "kms:GenerateDataKey*")
@@ -464,9 +330,13 @@ class SageMakerLlmEndpoint(Construct):
             # An endpoint hosting inference components has no model on its variant: it takes its role,
             # network and isolation settings here.
             execution_role_arn=self.role.role_arn if inference_components else None,
-            vpc_config=sagemaker.CfnEndpointConfig.VpcConfigProperty(**vpc_config)
-            if inference_components
-            else None,
+            vpc_config=(
+                sagemaker.CfnEndpointConfig.VpcConfigProperty(
+                    security_group_ids=[self.security_group.security_group_id], subnets=subnet_ids
+                )
+                if inference_components
+                else None
+            ),
             enable_network_isolation=weights.is_s3 if inference_components else None,
             kms_key_id=volume_kms_key.key_arn if volume_kms_key else None,
             metrics_config=sagemaker.CfnEndpointConfig.MetricsConfigProperty(
@@ -477,10 +347,6 @@ class SageMakerLlmEndpoint(Construct):
             data_capture_config=self._data_capture(data_capture_bucket, data_capture_percentage),
         )
         self.endpoint_config.node.add_dependency(self.role)
-        rolling = {
-            "maximum_execution_timeout_in_seconds": 7200,  # large models load for tens of minutes
-            "wait_interval_in_seconds": 300,  # bake time: rollback alarms evaluate 3 of 5 minutes
-        }
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
@@ -488,74 +354,24 @@ class SageMakerLlmEndpoint(Construct):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             # Autoscaling owns the instance count: a stack update must not reset it to the initial count.
             retain_all_variant_properties=True,
-            deployment_config=(
-                None
-                if inference_components
-                else sagemaker.CfnEndpoint.DeploymentConfigProperty(
-                    rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
-                        maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                            type="CAPACITY_PERCENT", value=25
-                        ),
-                        rollback_maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                            type="CAPACITY_PERCENT", value=100
-                        ),
-                        **rolling,
-                    ),
-                    auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                        alarms=[
-                            sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name)
-                            for a in rollback_alarms
-                        ]
-                    ),
-                )
-            ),
+            # Inference components roll out per copy (below); a single model rolls out per instance batch.
+            deployment_config=None if inference_components else _endpoint_rolling_update(rollback_alarms),
         )
+
+        # --- inference component ----------------------------------------------------------------------------------
         self.inference_component: sagemaker.CfnInferenceComponent | None = None
         if self.inference_component_name is not None:
-            self.inference_component = sagemaker.CfnInferenceComponent(
-                self,
-                "InferenceComponent",
-                endpoint_name=self.endpoint.attr_endpoint_name,
-                inference_component_name=self.inference_component_name,
-                variant_name=VARIANT_NAME,
-                specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
-                    model_name=self.model.attr_model_name,
-                    compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
-                        number_of_accelerator_devices_required=tp,
-                        min_memory_required_in_mb=memory_per_copy_mb,
-                    ),
-                    startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
-                        container_startup_health_check_timeout_in_seconds=startup_seconds,
-                        model_data_download_timeout_in_seconds=download_seconds,
-                    ),
-                ),
-                runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
-                    copy_count=scaling.min_capacity
-                ),
-                deployment_config=sagemaker.CfnInferenceComponent.InferenceComponentDeploymentConfigProperty(
-                    # One copy at a time: an update never needs twice the GPUs.
-                    rolling_update_policy=sagemaker.CfnInferenceComponent.InferenceComponentRollingUpdatePolicyProperty(
-                        maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
-                            type="COPY_COUNT", value=1
-                        ),
-                        rollback_maximum_batch_size=sagemaker.CfnInferenceComponent.InferenceComponentCapacitySizeProperty(
-                            type="CAPACITY_PERCENT", value=100
-                        ),
-                        **rolling,
-                    ),
-                    auto_rollback_configuration=sagemaker.CfnInferenceComponent.AutoRollbackConfigurationProperty(
-                        alarms=[
-                            sagemaker.CfnInferenceComponent.AlarmProperty(alarm_name=a.alarm_name)
-                            for a in rollback_alarms
-                        ]
-                    ),
-                ),
+            self.inference_component = self._inference_component(
+                self.inference_component_name,
+                copies=scaling.min_capacity,
+                startup_seconds=startup_seconds,
+                download_seconds=download_seconds,
+                rollback_alarms=rollback_alarms,
             )
             self.inference_component.node.add_dependency(self.role)
 
-        # --- autoscaling ---------------------------------------------------------------------------------
-        if self.inference_component_name is not None:
-            assert self.inference_component is not None
+        # --- autoscaling ---------------------------------------------------------------------------------------------
+        if self.inference_component is not None:
             self.scaling = ConcurrencyScaling(
                 self,
                 "Scaling",
@@ -577,9 +393,8 @@ class SageMakerLlmEndpoint(Construct):
                 predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
             )
             self.scaling.node.add_dependency(self.endpoint)
-        self._acknowledge_findings(weights, data_capture_bucket)
 
-    # --- public API ---------------------------------------------------------------------------------------
+    # --- public API ---------------------------------------------------------------------------------------------
 
     @property
     def grant_principal(self) -> iam.IPrincipal:
@@ -633,47 +448,64 @@ class SageMakerLlmEndpoint(Construct):
     def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
         return self.metrics.gpu_memory_utilization()
 
-    # --- internals ------------------------------------------------------------------------------------------
+    # --- internals ------------------------------------------------------------------------------------------------
 
-    def _log_groups(self, retention: logs.RetentionDays) -> list[logs.LogGroup]:
-        """Create the log groups SageMaker writes to, so they are encrypted, retained and expire."""
-        names = [f"/aws/sagemaker/Endpoints/{self.endpoint_name}"]
-        if self.inference_component_name is not None:
-            names.append(f"/aws/sagemaker/InferenceComponents/{self.inference_component_name}")
-        stack = Stack.of(self)
-        groups = []
-        for construct_id, name in zip(("EndpointLogs", "ComponentLogs"), names, strict=False):
-            arn = stack.format_arn(
-                service="logs",
-                resource="log-group",
-                resource_name=name,
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    def _image(self, convention: EngineConvention, image_uri: str | None) -> ResolvedImage:
+        if image_uri is not None:
+            return ecr_image(self, image_uri)
+        assert convention.image is not None  # checked in __init__: only byoc has no pinned image
+        return dlc_image(self, convention.image)
+
+    @staticmethod
+    def _ami(
+        override: str | None, image: ResolvedImage, convention: EngineConvention, image_uri: str | None
+    ) -> str:
+        if override is None:
+            label = image_uri or (
+                f"{convention.image.repository}:{convention.image.tag}" if convention.image else ""
             )
-            self.encryption_key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-                    actions=[
-                        "kms:Encrypt*",
-                        "kms:Decrypt*",
-                        "kms:ReEncrypt*",
-                        "kms:GenerateDataKey*",
-                        "kms:Describe*",
-                    ],
-                    resources=["*"],
-                    conditions={"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": arn}},
+            return inference_ami_for_cuda(image.cuda_version, image=label)
+        if override not in INFERENCE_AMI_VERSIONS:
+            raise ValueError(
+                f"inference_ami_version: got {override!r}; expected one of {', '.join(INFERENCE_AMI_VERSIONS)}"
+            )
+        return override
+
+    def _environment(
+        self,
+        convention: EngineConvention,
+        weights: ModelWeights,
+        *,
+        served_model_name: str | None,
+        max_model_len: int | None,
+        max_concurrent_sequences: int | None,
+        engine_args: Mapping[str, str],
+        extra: Mapping[str, str],
+    ) -> dict[str, str]:
+        """The engine's variables, then ``extra``; warns when a hub token would sit in plaintext."""
+        env = convention.environment(
+            model=MODEL_MOUNT_PATH if weights.hub_model_id is None else weights.hub_model_id,
+            served_model_name=served_model_name or weights.hub_model_id,
+            tensor_parallel_degree=self.capacity.gpus_per_copy,
+            max_model_len=max_model_len,
+            max_concurrent_sequences=max_concurrent_sequences,
+            engine_args=engine_args,
+        )
+        for name, value in extra.items():
+            if name in env:
+                raise ValueError(
+                    f"environment: got {name!r}, which the engine settings already set; expected a new name"
                 )
+            env[name] = value
+        tokens = sorted(set(env) & set(_TOKEN_VARIABLES))
+        if tokens:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:sagemaker-plaintext-token",
+                f"{', '.join(tokens)} is a plaintext environment variable: it is readable in the template, "
+                f"DescribeModel and CloudFormation events. Stage the weights in S3 (ModelWeights.from_s3_uri) "
+                f"instead.",
             )
-            groups.append(
-                logs.LogGroup(
-                    self,
-                    construct_id,
-                    log_group_name=name,
-                    encryption_key=self.encryption_key,
-                    retention=retention,
-                    removal_policy=RemovalPolicy.RETAIN,
-                )
-            )
-        return groups
+        return env
 
     def _alarm_topic(self) -> sns.Topic:
         # CloudWatch must be able to use the key to publish to the encrypted topic.
@@ -682,47 +514,48 @@ class SageMakerLlmEndpoint(Construct):
         )
         return sns.Topic(self, "AlarmTopic", master_key=self.encryption_key, enforce_ssl=True)
 
-    def _grant_execution(self, image: ResolvedImage, weights: ModelWeights) -> None:
-        """The execution role: pull this image, read these weights, write these logs, manage ENIs."""
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "ecr:BatchGetImage",
-                    "ecr:GetDownloadUrlForLayer",
-                    "ecr:BatchCheckLayerAvailability",
-                ],
-                resources=[image.repository_arn],
-            )
-        )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
-        )
-        for statement in weights.read_statements(self):
-            self.role.add_to_principal_policy(statement)
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[f"{group.log_group_arn}" for group in self.log_groups],
-            )
-        )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["cloudwatch:PutMetricData"], resources=["*"])
-        )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "ec2:CreateNetworkInterface",
-                    "ec2:CreateNetworkInterfacePermission",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:DeleteNetworkInterfacePermission",
-                    "ec2:DescribeNetworkInterfaces",
-                    "ec2:DescribeVpcs",
-                    "ec2:DescribeDhcpOptions",
-                    "ec2:DescribeSubnets",
-                    "ec2:DescribeSecurityGroups",
-                ],
-                resources=["*"],
-            )
+    def _inference_component(
+        self,
+        name: str,
+        *,
+        copies: int,
+        startup_seconds: int,
+        download_seconds: int,
+        rollback_alarms: Sequence[cloudwatch.Alarm],
+    ) -> sagemaker.CfnInferenceComponent:
+        ic = sagemaker.CfnInferenceComponent
+        return ic(
+            self,
+            "InferenceComponent",
+            endpoint_name=self.endpoint.attr_endpoint_name,
+            inference_component_name=name,
+            variant_name=VARIANT_NAME,
+            specification=ic.InferenceComponentSpecificationProperty(
+                model_name=self.model.attr_model_name,
+                compute_resource_requirements=ic.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=self.capacity.gpus_per_copy,
+                    min_memory_required_in_mb=self.capacity.memory_per_copy_mb,
+                ),
+                startup_parameters=ic.InferenceComponentStartupParametersProperty(
+                    container_startup_health_check_timeout_in_seconds=startup_seconds,
+                    model_data_download_timeout_in_seconds=download_seconds,
+                ),
+            ),
+            runtime_config=ic.InferenceComponentRuntimeConfigProperty(copy_count=copies),
+            deployment_config=ic.InferenceComponentDeploymentConfigProperty(
+                # One copy at a time: an update never needs twice the GPUs.
+                rolling_update_policy=ic.InferenceComponentRollingUpdatePolicyProperty(
+                    maximum_batch_size=ic.InferenceComponentCapacitySizeProperty(type="COPY_COUNT", value=1),
+                    rollback_maximum_batch_size=ic.InferenceComponentCapacitySizeProperty(
+                        type="CAPACITY_PERCENT", value=100
+                    ),
+                    maximum_execution_timeout_in_seconds=_ROLLING_TIMEOUT_SECONDS,
+                    wait_interval_in_seconds=_ROLLING_BAKE_SECONDS,
+                ),
+                auto_rollback_configuration=ic.AutoRollbackConfigurationProperty(
+                    alarms=[ic.AlarmProperty(alarm_name=a.alarm_name) for a in rollback_alarms]
+                ),
+            ),
         )
 
     def _data_capture(
@@ -736,6 +569,18 @@ class SageMakerLlmEndpoint(Construct):
         )
         if bucket.encryption_key is not None:
             bucket.encryption_key.grant(self.role, "kms:GenerateDataKey", "kms:Encrypt")
+        cfn_bucket = bucket.node.default_child
+        bucket_id = (
+            f"<{self.stack.get_logical_id(cfn_bucket)}.Arn>"
+            if isinstance(cfn_bucket, s3.CfnBucket)
+            else bucket.bucket_arn
+        )
+        acknowledge(
+            self.role.node.find_child("DefaultPolicy"),
+            f"AwsSolutions-IAM5[Resource::{bucket_id}/{prefix}*]",
+            "SageMaker writes one capture file per batch of requests with generated names; the wildcard "
+            "covers only this endpoint's capture prefix and the role can only put objects there",
+        )
         return sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
             enable_capture=True,
             initial_sampling_percentage=percentage,
@@ -750,33 +595,44 @@ class SageMakerLlmEndpoint(Construct):
             ),
         )
 
-    def _acknowledge_findings(self, weights: ModelWeights, capture_bucket: s3.IBucket | None) -> None:
-        policy = self.role.node.find_child("DefaultPolicy")
-        acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken, cloudwatch:PutMetricData and the ec2 network-interface actions SageMaker "
-            "needs to place the model in the VPC support no resource-level permissions; image pulls, logs and "
-            "model reads are scoped to their ARNs in the same policy",
+
+def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
+    chosen = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+    return vpc.select_subnets(
+        availability_zones=chosen.availability_zones,
+        one_per_az=chosen.one_per_az,
+        subnet_filters=chosen.subnet_filters,
+        subnet_group_name=chosen.subnet_group_name,
+        subnets=chosen.subnets,
+        subnet_type=chosen.subnet_type,
+    ).subnet_ids
+
+
+def _model_data_source(weights: ModelWeights) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
+    """An uncompressed S3 prefix, mounted at /opt/ml/model (None: the container downloads from a hub)."""
+    if not weights.is_s3:
+        return None
+    return sagemaker.CfnModel.ModelDataSourceProperty(
+        s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+            s3_uri=weights.s3_uri, s3_data_type="S3Prefix", compression_type="None"
         )
-        weights_id = weights.nag_resource_id(self)
-        if weights_id is not None:
-            acknowledge(
-                policy,
-                f"AwsSolutions-IAM5[Resource::{weights_id}]",
-                "The model is a directory of files (config, tokenizer, safetensors shards) that SageMaker copies "
-                "as a whole; the wildcard covers only objects under this model's prefix",
-            )
-        if capture_bucket is not None:
-            cfn_bucket = capture_bucket.node.default_child
-            bucket_id = (
-                f"<{Stack.of(self).get_logical_id(cfn_bucket)}.Arn>"
-                if isinstance(cfn_bucket, s3.CfnBucket)
-                else capture_bucket.bucket_arn
-            )
-            acknowledge(
-                policy,
-                f"AwsSolutions-IAM5[Resource::{bucket_id}/data-capture/{self.endpoint_name}/*]",
-                "SageMaker writes one capture file per batch of requests with generated names; the wildcard "
-                "covers only this endpoint's capture prefix and the role can only put objects there",
-            )
+    )
+
+
+def _endpoint_rolling_update(
+    alarms: Sequence[cloudwatch.Alarm],
+) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
+    """A quarter of the instances at a time, rolled back (all at once) when a rollback alarm fires."""
+    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+        rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+            maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=25),
+            rollback_maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
+                type="CAPACITY_PERCENT", value=100
+            ),
+            maximum_execution_timeout_in_seconds=_ROLLING_TIMEOUT_SECONDS,
+            wait_interval_in_seconds=_ROLLING_BAKE_SECONDS,
+        ),
+        auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in alarms]
+        ),
+    )

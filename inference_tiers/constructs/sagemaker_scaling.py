@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
+_SERVICE_LINKED_ROLE = "sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,22 @@ class ConcurrencyScaling(Construct):
             scalable_dimension=scalable_dimension,
             min_capacity=options.floor,
             max_capacity=options.max_capacity,
-            # Stop CDK creating a role: without RoleARN, App Auto Scaling uses (and creates if needed) its
-            # service-linked role for SageMaker, which is what the service expects.
-            role=iam.Role.from_role_name(self, "NoRole", "unused", mutable=False),
+            # App Auto Scaling acts through its service-linked role for SageMaker endpoints; naming it here
+            # stops CDK creating a role of its own.
+            role=iam.Role.from_role_arn(
+                self,
+                "ServiceLinkedRole",
+                Stack.of(self).format_arn(
+                    service="iam",
+                    region="",
+                    resource="role",
+                    resource_name=f"aws-service-role/{_SERVICE_LINKED_ROLE}",
+                ),
+                mutable=False,
+            ),
         )
+        # The template omits RoleARN so that App Auto Scaling creates the service-linked role on first use
+        # (an explicit ARN requires the role to exist already).
         cfn_target = self.target.node.default_child
         assert isinstance(cfn_target, appscaling.CfnScalableTarget)
         cfn_target.add_property_deletion_override("RoleARN")

@@ -35,13 +35,8 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.sagemaker_endpoint import (
-    MAX_INSTANCE_POOLS,
-    ROUTING_STRATEGIES,
-    SageMakerLlmEndpoint,
-    instance_pools,
-    max_instance_count,
-)
+from inference_tiers.constructs.sagemaker_capacity import MAX_INSTANCE_POOLS, ROUTING_STRATEGIES, Capacity
+from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
 from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
@@ -186,15 +181,13 @@ class SageMakerSettings:
 
     def account_requirements(self) -> AccountRequirements:
         """Endpoint instance quota per pool (any pool may have to supply every instance) and the reservation."""
-        pools = instance_pools(self.instance_types)
-        tp = self.tensor_parallel_degree or (1 if self.inference_components else min(p.gpus for p in pools))
-        count = max_instance_count(
-            pools,
+        capacity = Capacity.plan(
+            self.instance_types,
             inference_components=self.inference_components,
-            max_capacity=self.max_capacity,
-            gpus_per_copy=tp,
+            tensor_parallel_degree=self.tensor_parallel_degree,
             memory_per_copy_mb=self.memory_per_copy_mb,
         )
+        count = capacity.instances_for(self.max_capacity)
         return AccountRequirements(
             instances=tuple(InstanceNeed("sagemaker-endpoint", name, count) for name in self.instance_types),
             capacity_reservation_ids=(self.capacity_reservation_arn,)
