@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 
 import jsii
 from aws_cdk import Annotations, Aws, Duration, Names, RemovalPolicy, Stack
-from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -370,29 +369,9 @@ class SageMakerLlmEndpoint(Construct):
             )
             self.inference_component.node.add_dependency(self.role)
 
-        # --- autoscaling ---------------------------------------------------------------------------------------------
-        if self.inference_component is not None:
-            self.scaling = ConcurrencyScaling(
-                self,
-                "Scaling",
-                options=scaling,
-                resource_id=f"inference-component/{self.inference_component_name}",
-                scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
-                predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
-                no_capacity_failures=self.metrics.no_capacity_invocation_failures(),
-                invocations=self.metrics.invocations(),
-            )
-            self.scaling.node.add_dependency(self.inference_component)
-        else:
-            self.scaling = ConcurrencyScaling(
-                self,
-                "Scaling",
-                options=scaling,
-                resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT_NAME}",
-                scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-                predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-            )
-            self.scaling.node.add_dependency(self.endpoint)
+        # --- autoscaling: copies of the component, or instances of the single model ------------------------------
+        self.scaling = ConcurrencyScaling(self, "Scaling", options=scaling, metrics=self.metrics)
+        self.scaling.node.add_dependency(self.inference_component or self.endpoint)
 
     # --- public API ---------------------------------------------------------------------------------------------
 

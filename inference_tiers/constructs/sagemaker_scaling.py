@@ -27,6 +27,8 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from inference_tiers.constructs.sagemaker_monitoring import EndpointMetrics
+
 _SERVICE_LINKED_ROLE = "sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
 
 
@@ -98,13 +100,20 @@ class ConcurrencyScaling(Construct):
         construct_id: str,
         *,
         options: ScalingOptions,
-        resource_id: str,
-        scalable_dimension: str,
-        predefined_metric: appscaling.PredefinedMetric,
-        no_capacity_failures: cloudwatch.Metric | None = None,
-        invocations: cloudwatch.Metric | None = None,
+        metrics: EndpointMetrics,
     ) -> None:
         super().__init__(scope, construct_id)
+        component = metrics.inference_component_name
+        if component is not None:
+            resource_id = f"inference-component/{component}"
+            scalable_dimension = "sagemaker:inference-component:DesiredCopyCount"
+            predefined_metric = appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION
+        else:
+            resource_id = f"endpoint/{metrics.endpoint_name}/variant/{metrics.variant_name}"
+            scalable_dimension = "sagemaker:variant:DesiredInstanceCount"
+            predefined_metric = (
+                appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION
+            )
         self.target = appscaling.ScalableTarget(
             self,
             "Target",
@@ -145,8 +154,6 @@ class ConcurrencyScaling(Construct):
         self.idle_alarm: cloudwatch.Alarm | None = None
         if not options.scale_to_zero:
             return
-        if no_capacity_failures is None or invocations is None:
-            raise ValueError("scale_to_zero needs the no_capacity_failures and invocations metrics")
 
         # Any request that finds no copy adds one; a short cooldown because the first copy takes minutes.
         self.scale_out_from_zero = appscaling.StepScalingAction(
@@ -162,7 +169,9 @@ class ConcurrencyScaling(Construct):
             self,
             "NoCapacityAlarm",
             alarm_description="Requests found no model copy: add one (scale out from zero).",
-            metric=no_capacity_failures.with_(statistic="Maximum", period=Duration.seconds(10)),
+            metric=metrics.no_capacity_invocation_failures().with_(
+                statistic="Maximum", period=Duration.seconds(10)
+            ),
             threshold=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=1,
@@ -190,7 +199,9 @@ class ConcurrencyScaling(Construct):
             alarm_description=f"No invocations for {minutes} minutes: release every model copy.",
             metric=cloudwatch.MathExpression(
                 expression="FILL(invocations, 0)",
-                using_metrics={"invocations": invocations.with_(statistic="Sum", period=Duration.minutes(1))},
+                using_metrics={
+                    "invocations": metrics.invocations().with_(statistic="Sum", period=Duration.minutes(1))
+                },
                 period=Duration.minutes(1),
                 label="Invocations (gaps as 0)",
             ),

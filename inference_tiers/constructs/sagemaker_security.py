@@ -97,10 +97,26 @@ def _log_group(
     scope: Construct, construct_id: str, name: str, key: kms.IKey, retention: logs.RetentionDays
 ) -> logs.LogGroup:
     """A log group SageMaker would otherwise create unencrypted and never expiring."""
-    arn = Stack.of(scope).format_arn(
-        service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    allow_log_encryption(key, scope, name)
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        log_group_name=name,
+        encryption_key=key,
+        retention=retention,
+        removal_policy=RemovalPolicy.RETAIN,
     )
-    # CloudWatch Logs encrypts with the key only for this log group (encryption context condition).
+
+
+def allow_log_encryption(key: kms.IKey, scope: Construct, log_group_name: str) -> None:
+    """Let CloudWatch Logs use ``key`` for the log groups named ``log_group_name`` (``*`` allowed) in this
+    stack's account and Region; the encryption-context condition keeps every other log group out."""
+    arn = Stack.of(scope).format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=log_group_name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
     key.add_to_resource_policy(
         iam.PolicyStatement(
             principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
@@ -112,14 +128,6 @@ def _log_group(
                 "kms:Describe*",
             ],
             resources=["*"],
-            conditions={"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": arn}},
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": arn}},
         )
-    )
-    return logs.LogGroup(
-        scope,
-        construct_id,
-        log_group_name=name,
-        encryption_key=key,
-        retention=retention,
-        removal_policy=RemovalPolicy.RETAIN,
     )

@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -40,6 +39,7 @@ from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
 from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
+from inference_tiers.constructs.sagemaker_security import allow_log_encryption
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
 from inference_tiers.instance_types import gpu_instance_type
 
@@ -278,29 +278,8 @@ class SageMakerStack(Stack):
             retention=logs.RetentionDays.THREE_MONTHS,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-                actions=[
-                    "kms:Encrypt*",
-                    "kms:Decrypt*",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:Describe*",
-                ],
-                resources=["*"],
-                conditions={
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": self.format_arn(
-                            service="logs",
-                            resource="log-group",
-                            resource_name="*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    }
-                },
-            )
-        )
+        # The flow-log group's name is generated, so the key admits any log group of this account and Region.
+        allow_log_encryption(self.key, self, "*")
         vpc = ec2.Vpc(
             self,
             "Vpc",
