@@ -15,7 +15,8 @@ from aws_cdk.assertions import Annotations, Match, Template
 from constructs import IConstruct
 
 from inference_tiers import instance_types
-from inference_tiers.constructs import ModelWeights, SageMakerLlmEndpoint, ScalingOptions
+from inference_tiers.constructs import AlarmThresholds, ModelWeights, SageMakerLlmEndpoint, ScalingOptions
+from inference_tiers.constructs.sagemaker_capacity import Capacity
 
 S3_WEIGHTS = "s3://weights-bucket/models/qwen3-8b/"
 BYOC_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-llm:1.0-cu124"
@@ -863,3 +864,74 @@ def test_idle_scale_in_out_of_range_is_rejected() -> None:
         ValueError, match=r"scaling.idle_scale_in: got 1500 minutes; expected 1 to 1440 minutes"
     ):
         build(scaling=ScalingOptions(scale_to_zero=True, idle_scale_in=cdk.Duration.minutes(1500)))
+
+
+def test_duplicate_instance_types_are_rejected() -> None:
+    with pytest.raises(ValueError, match=r"instance_types: got .*; expected distinct instance types"):
+        build(instance_types=["ml.g6e.2xlarge", "ml.g6e.2xlarge"])
+
+
+def test_prefix_concurrency_threshold_out_of_range_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"prefix_concurrency_threshold: got 0; expected 1 to 1024"):
+        build(routing="PREFIX_AWARE", prefix_concurrency_threshold=0)
+
+
+def test_target_concurrency_must_be_positive() -> None:
+    with pytest.raises(ValueError, match=r"scaling.target_concurrency: got 0; expected a number > 0"):
+        build(scaling=ScalingOptions(target_concurrency=0))
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "message"),
+    [
+        (AlarmThresholds(error_rate=0), r"alarm error_rate: got 0; expected a fraction in \(0, 1\]"),
+        (AlarmThresholds(error_rate=5), r"alarm error_rate: got 5; expected a fraction in \(0, 1\]"),
+        (
+            AlarmThresholds(gpu_memory_percent=120),
+            r"alarm gpu_memory_percent: got 120; expected a percentage",
+        ),
+        (AlarmThresholds(disk_percent=0), r"alarm disk_percent: got 0; expected a percentage"),
+    ],
+)
+def test_alarm_thresholds_out_of_range_are_rejected(thresholds: AlarmThresholds, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build(alarm_thresholds=thresholds)
+
+
+def test_no_capacity_metric_exists_only_for_inference_components() -> None:
+    endpoint, _ = build(inference_components=False)
+    with pytest.raises(
+        ValueError, match=r"NoCapacityInvocationFailures is published for inference components only"
+    ):
+        endpoint.metrics.no_capacity_invocation_failures()
+
+
+def test_hub_weights_have_no_s3_uri() -> None:
+    with pytest.raises(ValueError, match=r"s3_uri: these weights come from a model hub, not S3"):
+        _ = ModelWeights.from_hub("Qwen/Qwen3-8B").s3_uri
+
+
+@pytest.mark.parametrize(
+    ("types", "memory_mb", "copies_per_instance"),
+    [
+        (["ml.g6e.12xlarge"], 16384, 4),  # 4 GPUs, 384 GiB: GPU-bound
+        (["ml.g6e.12xlarge"], 200_000, 1),  # 393216 MiB / 200000: memory-bound
+        (["ml.g6e.12xlarge", "ml.g6e.2xlarge"], 16384, 1),  # the smallest pool decides
+    ],
+)
+def test_copies_per_instance_is_bounded_by_gpus_and_host_memory(
+    types: list[str], memory_mb: int, copies_per_instance: int
+) -> None:
+    capacity = Capacity.plan(
+        types, inference_components=True, tensor_parallel_degree=1, memory_per_copy_mb=memory_mb
+    )
+    assert capacity.copies_per_instance == copies_per_instance
+    assert capacity.instances_for(8) == -(-8 // copies_per_instance)
+
+
+def test_single_model_capacity_counts_instances() -> None:
+    capacity = Capacity.plan(
+        ["ml.p5.48xlarge"], inference_components=False, tensor_parallel_degree=None, memory_per_copy_mb=16384
+    )
+    assert capacity.gpus_per_copy == 8
+    assert capacity.instances_for(3) == 3

@@ -154,9 +154,11 @@ class EngineConvention:
         return self.arg_prefix + arg.strip("-").replace("-", "_").upper()
 
 
-# Pinned images. Why these: the newest tags with a SageMaker serving entry point in the DLC release notes at
-# the time of writing; vLLM 0.20.2 and LMI 0.36.0 are CUDA 13.0 builds, SGLang 0.5.8 a CUDA 12.9 build, so all
-# three need the driver-580 host AMI. Override with ``image_uri`` (e.g. a private ECR copy) to change them.
+# Pinned images, all in the DLC registry (vllm: the SageMaker OpenAI-compatible samples; sglang: DLC release
+# notes sglang-0.5.8-gpu-sagemaker; djl-inference: LMI 28 with vLLM 0.26). Why these: the newest tags with a
+# SageMaker serving entry point at the time of writing. vLLM 0.20.2 and LMI 0.36.0 are CUDA 13.0 builds and
+# SGLang 0.5.8 a CUDA 12.9 build, so all three need the driver-580 host AMI. ``image_uri`` overrides them
+# (for example with a private ECR copy in a Region the DLC registry does not serve).
 ENGINE_CONVENTIONS: dict[Engine, EngineConvention] = {
     "vllm": EngineConvention(
         engine="vllm",
