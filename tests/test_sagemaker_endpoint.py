@@ -174,7 +174,7 @@ def test_byoc_needs_an_image() -> None:
 
 def test_non_ecr_image_is_rejected() -> None:
     with pytest.raises(
-        ValueError, match=r"image_uri: got 'vllm/vllm-openai:v0.10.1'; expected an Amazon ECR"
+        ValueError, match=r"'image_uri': got 'vllm/vllm-openai:v0.10.1'; expected an Amazon ECR"
     ):
         build(image_uri="vllm/vllm-openai:v0.10.1")
 
@@ -237,7 +237,7 @@ def test_no_token_warning_without_a_token() -> None:
 
 def test_s3_uri_without_trailing_slash_is_rejected() -> None:
     with pytest.raises(
-        ValueError, match=r"model S3 URI: got 's3://bucket/models/x'; expected s3://<bucket>/<prefix>/"
+        ValueError, match=r"'s3_uri': got 's3://bucket/models/x'; expected s3://<bucket>/<prefix>/"
     ):
         ModelWeights.from_s3_uri("s3://bucket/models/x")
 
@@ -371,25 +371,26 @@ def test_more_than_five_pools_are_rejected() -> None:
         "ml.g5.4xlarge",
         "ml.g6.4xlarge",
     ]
-    with pytest.raises(ValueError, match=r"instance_types: got 6 instance types .*; expected 1 to 5"):
+    with pytest.raises(ValueError, match=r"'instance_types': got \[.*\]; expected 1 to 5 instance types"):
         build(instance_types=types)
 
 
 @pytest.mark.parametrize("routing", ["RANDOM", "PREFIX_AWARE"])
 def test_pools_need_least_outstanding_requests_routing(routing: str) -> None:
     with pytest.raises(
-        ValueError, match=rf"routing: got '{routing}' with 2 instance pools; expected LEAST_OUTSTANDING"
+        ValueError,
+        match=rf"'routing': got '{routing}'; expected LEAST_OUTSTANDING_REQUESTS with 2 instance pools",
     ):
         build(instance_types=["ml.g6e.2xlarge", "ml.g5.2xlarge"], routing=routing)
 
 
 def test_unknown_routing_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"routing: got 'ROUND_ROBIN'; expected one of"):
+    with pytest.raises(ValueError, match=r"'routing': got 'ROUND_ROBIN'; expected one of"):
         build(routing="ROUND_ROBIN")
 
 
 def test_prefix_length_out_of_range_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"prefix_length: got 512; expected 1024 to 65536"):
+    with pytest.raises(ValueError, match=r"'prefix_length': got 512; expected 1024 to 65536"):
         build(routing="PREFIX_AWARE", prefix_length=512)
 
 
@@ -401,25 +402,25 @@ def test_unknown_instance_type_is_rejected() -> None:
 
 
 def test_bad_capacity_reservation_arn_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"capacity_reservation_arn: got 'cr-123'"):
+    with pytest.raises(ValueError, match=r"'capacity_reservation_arn': got 'cr-123'"):
         build(capacity_reservation_arn="cr-123")
 
 
 def test_tensor_parallel_degree_above_the_gpu_count_is_rejected() -> None:
     with pytest.raises(
-        ValueError, match=r"tensor_parallel_degree: got 2; expected 1 to 1 \(ml.g6e.2xlarge has 1 GPU"
+        ValueError, match=r"'tensor_parallel_degree': got 2; expected 1 to 1 \(ml.g6e.2xlarge has 1 GPU"
     ):
         build(tensor_parallel_degree=2)
 
 
 def test_tensor_parallel_degree_must_fit_every_pool() -> None:
-    with pytest.raises(ValueError, match=r"tensor_parallel_degree: got 4; expected 1 to 1 \(ml.g5.2xlarge"):
+    with pytest.raises(ValueError, match=r"'tensor_parallel_degree': got 4; expected 1 to 1 \(ml.g5.2xlarge"):
         build(instance_types=["ml.g6e.12xlarge", "ml.g5.2xlarge"], tensor_parallel_degree=4)
 
 
 def test_memory_per_copy_above_the_host_memory_is_rejected() -> None:
     with pytest.raises(
-        ValueError, match=r"memory_per_copy_mb: got 65536; expected at most 32768 \(.*ml.g5.2xlarge"
+        ValueError, match=r"'memory_per_copy_mb': got 65536; expected at most 32768 \(.*ml.g5.2xlarge"
     ):
         build(instance_types=["ml.g5.2xlarge"], memory_per_copy_mb=65536)
 
@@ -592,17 +593,22 @@ def test_no_step_policies_without_scale_to_zero() -> None:
 
 
 def test_scale_to_zero_on_a_single_model_endpoint_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"scaling.scale_to_zero: got True with a single-model endpoint"):
+    with pytest.raises(
+        ValueError, match=r"'scaling.scale_to_zero': got True; expected false for a single-model endpoint"
+    ):
         build(inference_components=False, scaling=ScalingOptions(scale_to_zero=True))
 
 
 def test_idle_scale_in_needs_scale_to_zero() -> None:
-    with pytest.raises(ValueError, match=r"scaling.idle_scale_in: got 30 minutes with scale_to_zero=False"):
+    with pytest.raises(
+        ValueError,
+        match=r"'scaling.idle_scale_in': got '30 minutes'; expected None unless scale_to_zero is true",
+    ):
         build(scaling=ScalingOptions(idle_scale_in=cdk.Duration.minutes(30)))
 
 
 def test_min_capacity_above_max_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"scaling.min_capacity: got 3; expected 1 to max_capacity \(2\)"):
+    with pytest.raises(ValueError, match=r"'scaling.min_capacity': got 3; expected 1 to max_capacity \(2\)"):
         build(scaling=ScalingOptions(min_capacity=3, max_capacity=2))
 
 
@@ -861,23 +867,23 @@ def test_openai_url_names_the_component() -> None:
 
 def test_idle_scale_in_out_of_range_is_rejected() -> None:
     with pytest.raises(
-        ValueError, match=r"scaling.idle_scale_in: got 1500 minutes; expected 1 to 1440 minutes"
+        ValueError, match=r"'scaling.idle_scale_in': got '1500 minutes'; expected 1 to 1440 minutes"
     ):
         build(scaling=ScalingOptions(scale_to_zero=True, idle_scale_in=cdk.Duration.minutes(1500)))
 
 
 def test_duplicate_instance_types_are_rejected() -> None:
-    with pytest.raises(ValueError, match=r"instance_types: got .*; expected distinct instance types"):
+    with pytest.raises(ValueError, match=r"'instance_types': got .*; expected distinct instance types"):
         build(instance_types=["ml.g6e.2xlarge", "ml.g6e.2xlarge"])
 
 
 def test_prefix_concurrency_threshold_out_of_range_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"prefix_concurrency_threshold: got 0; expected 1 to 1024"):
+    with pytest.raises(ValueError, match=r"'prefix_concurrency_threshold': got 0; expected 1 to 1024"):
         build(routing="PREFIX_AWARE", prefix_concurrency_threshold=0)
 
 
 def test_target_concurrency_must_be_positive() -> None:
-    with pytest.raises(ValueError, match=r"scaling.target_concurrency: got 0; expected a number > 0"):
+    with pytest.raises(ValueError, match=r"'scaling.target_concurrency': got 0; expected a number > 0"):
         build(scaling=ScalingOptions(target_concurrency=0))
 
 

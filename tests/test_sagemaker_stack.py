@@ -177,11 +177,11 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ),
         (
             {"sagemaker.routing": "RANDOM"},
-            r"'sagemaker.routing': got 'RANDOM'; expected LEAST_OUTSTANDING_REQUESTS when instance_types lists",
+            r"'sagemaker.routing': got 'RANDOM'; expected LEAST_OUTSTANDING_REQUESTS with 2 instance pools",
         ),
         (
             {"sagemaker.scale_to_zero": True, "sagemaker.topology": "single-model"},
-            r"'sagemaker.scale_to_zero': got True; expected false with topology single-model",
+            r"'sagemaker.scale_to_zero': got True; expected false for a single-model endpoint",
         ),
         (
             {"sagemaker.startup_timeout_seconds": 59},
@@ -192,11 +192,11 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ({"sagemaker.engine": "byoc"}, r"'sagemaker.image_uri': got None; expected your ECR image URI"),
         (
             {"sagemaker.image_uri": "nginx:latest"},
-            r"'sagemaker.image_uri': got 'nginx:latest'; expected an ECR image URI",
+            r"'sagemaker.image_uri': got 'nginx:latest'; expected an Amazon ECR image URI",
         ),
         (
             {"sagemaker.min_capacity": 3},
-            r"'sagemaker.min_capacity': got 3; expected at most max_capacity \(2\)",
+            r"'sagemaker.min_capacity': got 3; expected 1 to max_capacity \(2\)",
         ),
         (
             {"sagemaker.target_concurrency": 64},
@@ -213,6 +213,10 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ({"sagemaker.capacity_reservation_arn": "cr-1"}, r"'sagemaker.capacity_reservation_arn': got 'cr-1'"),
         ({"sagemaker.vpc_cidr": "192.168.0.0/16"}, r"'sagemaker.vpc_cidr': got '192.168.0.0/16'"),
         ({"sagemaker.tensor_parallel_degree": 9}, r"'sagemaker.tensor_parallel_degree': got 9"),
+        (
+            {"sagemaker.memory_per_copy_mb": 65536},
+            r"'sagemaker.memory_per_copy_mb': got 65536; expected at most 32768 \(the host memory of ml.g5.2xlarge\)",
+        ),
     ],
 )
 def test_bad_settings_are_rejected(overrides: dict[str, Any], message: str) -> None:
@@ -220,8 +224,9 @@ def test_bad_settings_are_rejected(overrides: dict[str, Any], message: str) -> N
         default_settings(**overrides)
 
 
-def test_tensor_parallel_above_the_pool_gpus_is_rejected_at_synth() -> None:
+def test_capacity_rules_name_the_context_key() -> None:
     with pytest.raises(
-        ValueError, match=r"tensor_parallel_degree: got 2; expected 1 to 1 \(ml.g6e.2xlarge has 1 GPU"
+        ConfigError,
+        match=r"'sagemaker.tensor_parallel_degree': got 2; expected 1 to 1 \(ml.g6e.2xlarge has 1 GPU",
     ):
         build_tier("sagemaker", **{"sagemaker.tensor_parallel_degree": "2"})

@@ -16,6 +16,7 @@ from typing import Literal
 from aws_cdk import Token
 from aws_cdk import aws_sagemaker as sagemaker
 
+from inference_tiers.config import ConfigError
 from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
 
 MAX_INSTANCE_POOLS = 5
@@ -42,31 +43,41 @@ class Capacity:
         inference_components: bool,
         tensor_parallel_degree: int | None,
         memory_per_copy_mb: int,
+        key_prefix: str = "",
     ) -> Capacity:
-        """Raise ValueError unless every pool fits one copy. Default tensor-parallel degree: 1 GPU per
-        inference-component copy, every GPU of the smallest pool for a single model."""
+        """Raise ConfigError (a ValueError naming ``key_prefix`` + the prop) unless every pool fits one copy.
+
+        Default tensor-parallel degree: 1 GPU per inference-component copy, every GPU of the smallest pool for
+        a single model.
+        """
+        types_key = f"{key_prefix}instance_types"
         if not 1 <= len(instance_types) <= MAX_INSTANCE_POOLS:
-            raise ValueError(
-                f"instance_types: got {len(instance_types)} instance types {list(instance_types)}; expected 1 to "
-                f"{MAX_INSTANCE_POOLS} (SageMaker instance pools hold at most {MAX_INSTANCE_POOLS} types)"
+            raise ConfigError(
+                types_key,
+                list(instance_types),
+                f"1 to {MAX_INSTANCE_POOLS} instance types (SageMaker instance pools hold at most "
+                f"{MAX_INSTANCE_POOLS})",
             )
         if len(set(instance_types)) != len(instance_types):
-            raise ValueError(f"instance_types: got {list(instance_types)}; expected distinct instance types")
+            raise ConfigError(types_key, list(instance_types), "distinct instance types")
         pools = tuple(
-            gpu_instance_type(name, key=f"instance_types[{i}]", sagemaker=True)
+            gpu_instance_type(name, key=f"{types_key}[{i}]", sagemaker=True)
             for i, name in enumerate(instance_types)
         )
         gpus = tensor_parallel_degree or (1 if inference_components else min(p.gpus for p in pools))
         for pool in pools:
             if not 1 <= gpus <= pool.gpus:
-                raise ValueError(
-                    f"tensor_parallel_degree: got {gpus}; expected 1 to {pool.gpus} (ml.{pool.name} has "
-                    f"{pool.gpus} GPU{'s' if pool.gpus > 1 else ''}; every instance pool must fit one model copy)"
+                raise ConfigError(
+                    f"{key_prefix}tensor_parallel_degree",
+                    gpus,
+                    f"1 to {pool.gpus} (ml.{pool.name} has {pool.gpus} GPU{'s' if pool.gpus > 1 else ''}; "
+                    f"every instance pool must fit one model copy)",
                 )
             if inference_components and memory_per_copy_mb > pool.memory_gib * 1024:
-                raise ValueError(
-                    f"memory_per_copy_mb: got {memory_per_copy_mb}; expected at most {pool.memory_gib * 1024} "
-                    f"(the host memory of ml.{pool.name})"
+                raise ConfigError(
+                    f"{key_prefix}memory_per_copy_mb",
+                    memory_per_copy_mb,
+                    f"at most {pool.memory_gib * 1024} (the host memory of ml.{pool.name})",
                 )
         return cls(tuple(instance_types), pools, gpus, memory_per_copy_mb, inference_components)
 
@@ -103,23 +114,31 @@ class Capacity:
 
 
 def routing_config(
-    routing: str, *, capacity: Capacity, prefix_length: int, concurrency_threshold: int
+    routing: str,
+    *,
+    capacity: Capacity,
+    prefix_length: int,
+    concurrency_threshold: int,
+    key_prefix: str = "",
 ) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
     """The variant's routing; instance pools require least-outstanding-requests routing."""
+    key = f"{key_prefix}routing"
     if routing not in ROUTING_STRATEGIES:
-        raise ValueError(f"routing: got {routing!r}; expected one of {', '.join(ROUTING_STRATEGIES)}")
+        raise ConfigError(key, routing, f"one of {', '.join(ROUTING_STRATEGIES)}")
     pools = len(capacity.instance_types)
     if pools > 1 and routing != "LEAST_OUTSTANDING_REQUESTS":
-        raise ValueError(
-            f"routing: got {routing!r} with {pools} instance pools; expected LEAST_OUTSTANDING_REQUESTS "
-            f"(SageMaker requires it for instance pools), or a single instance type"
+        raise ConfigError(
+            key,
+            routing,
+            f"LEAST_OUTSTANDING_REQUESTS with {pools} instance pools (SageMaker requires it for instance pools), "
+            f"or a single instance type",
         )
     prefix_aware = None
     if routing == "PREFIX_AWARE":
         if not 1024 <= prefix_length <= 65536:
-            raise ValueError(f"prefix_length: got {prefix_length}; expected 1024 to 65536")
+            raise ConfigError(f"{key_prefix}prefix_length", prefix_length, "1024 to 65536")
         if not 1 <= concurrency_threshold <= 1024:
-            raise ValueError(f"prefix_concurrency_threshold: got {concurrency_threshold}; expected 1 to 1024")
+            raise ConfigError(f"{key_prefix}prefix_concurrency_threshold", concurrency_threshold, "1 to 1024")
         prefix_aware = sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
             prefix_length=prefix_length, concurrency_threshold=concurrency_threshold
         )
@@ -129,15 +148,16 @@ def routing_config(
 
 
 def capacity_reservation_config(
-    arn: str | None,
+    arn: str | None, *, key_prefix: str = ""
 ) -> sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty | None:
     """Draw instances only from an ML capacity reservation or training plan (None: on-demand)."""
     if arn is None:
         return None
     if not Token.is_unresolved(arn) and not _RESERVATION_ARN.fullmatch(arn):
-        raise ValueError(
-            f"capacity_reservation_arn: got {arn!r}; expected an ML reservation or training-plan ARN: "
-            f"arn:aws:sagemaker:<region>:<account>:training-plan/<name>"
+        raise ConfigError(
+            f"{key_prefix}capacity_reservation_arn",
+            arn,
+            "an ML reservation or training-plan ARN: arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
         )
     return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
         capacity_reservation_preference="capacity-reservations-only", ml_reservation_arn=arn

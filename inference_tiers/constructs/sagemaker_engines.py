@@ -23,6 +23,8 @@ from typing import Literal
 from aws_cdk import Aws, CfnMapping, Stack
 from constructs import Construct
 
+from inference_tiers.config import ConfigError
+
 Engine = Literal["vllm", "sglang", "lmi", "byoc"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "lmi", "byoc")
 
@@ -262,15 +264,23 @@ def dlc_image(scope: Construct, image: DlcImage) -> ResolvedImage:
     )
 
 
-def ecr_image(scope: Construct, uri: str, *, key: str = "image_uri") -> ResolvedImage:
-    """A private ECR image URI (``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`` or ``@sha256:``)."""
+def parse_ecr_image(uri: str, *, key: str = "image_uri") -> re.Match[str]:
+    """Check ``uri`` is a private ECR image (``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`` or
+    ``@sha256:``); ConfigError (a ValueError) naming ``key`` otherwise."""
     match = _ECR_IMAGE.fullmatch(uri)
     if match is None:
-        raise ValueError(
-            f"{key}: got {uri!r}; expected an Amazon ECR image URI such as "
-            f"123456789012.dkr.ecr.us-east-1.amazonaws.com/my-repo:1.0 (SageMaker pulls images only from ECR; "
-            f"copy public images into your own repository)"
+        raise ConfigError(
+            key,
+            uri,
+            "an Amazon ECR image URI such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-repo:1.0 "
+            "(SageMaker pulls images only from ECR; copy public images into your own repository)",
         )
+    return match
+
+
+def ecr_image(scope: Construct, uri: str, *, key: str = "image_uri") -> ResolvedImage:
+    """A private ECR image and the repository the execution role may pull from."""
+    match = parse_ecr_image(uri, key=key)
     return ResolvedImage(
         uri=uri,
         repository_arn=Stack.of(scope).format_arn(

@@ -27,6 +27,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from inference_tiers.config import ConfigError
 from inference_tiers.constructs.sagemaker_monitoring import EndpointMetrics
 
 _SERVICE_LINKED_ROLE = "sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
@@ -54,33 +55,31 @@ class ScalingOptions:
     scale_in_cooldown: Duration = Duration.minutes(5)
     scale_out_cooldown: Duration = Duration.minutes(1)
 
-    def validate(self, *, inference_components: bool) -> None:
-        """Raise ValueError naming the option, the value and what is accepted."""
+    def validate(self, *, inference_components: bool, key_prefix: str = "scaling.") -> None:
+        """Raise ConfigError (a ValueError) naming ``key_prefix`` + the option, the value and what is accepted."""
         if not 1 <= self.min_capacity <= self.max_capacity:
-            raise ValueError(
-                f"scaling.min_capacity: got {self.min_capacity}; expected 1 to max_capacity "
-                f"({self.max_capacity}); use scale_to_zero for a floor of 0"
+            raise ConfigError(
+                f"{key_prefix}min_capacity",
+                self.min_capacity,
+                f"1 to max_capacity ({self.max_capacity}); use scale_to_zero for a floor of 0",
             )
         if not self.target_concurrency > 0:
-            raise ValueError(
-                f"scaling.target_concurrency: got {self.target_concurrency}; expected a number > 0"
-            )
+            raise ConfigError(f"{key_prefix}target_concurrency", self.target_concurrency, "a number > 0")
         if self.scale_to_zero and not inference_components:
-            raise ValueError(
-                "scaling.scale_to_zero: got True with a single-model endpoint; expected False, or "
-                "inference_components=True (SageMaker scales to zero only endpoints that host inference components)"
+            raise ConfigError(
+                f"{key_prefix}scale_to_zero",
+                self.scale_to_zero,
+                "false for a single-model endpoint (SageMaker scales to zero only endpoints that host "
+                "inference components)",
             )
         if self.idle_scale_in is not None:
             minutes = self.idle_scale_in.to_minutes()
             if not self.scale_to_zero:
-                raise ValueError(
-                    f"scaling.idle_scale_in: got {minutes:g} minutes with scale_to_zero=False; "
-                    f"expected None, or scale_to_zero=True"
+                raise ConfigError(
+                    f"{key_prefix}idle_scale_in", f"{minutes:g} minutes", "None unless scale_to_zero is true"
                 )
             if not 1 <= minutes <= 1440:
-                raise ValueError(
-                    f"scaling.idle_scale_in: got {minutes:g} minutes; expected 1 to 1440 minutes"
-                )
+                raise ConfigError(f"{key_prefix}idle_scale_in", f"{minutes:g} minutes", "1 to 1440 minutes")
 
     @property
     def floor(self) -> int:

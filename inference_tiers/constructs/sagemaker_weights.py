@@ -11,6 +11,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from inference_tiers.config import ConfigError
+
 _S3_PREFIX_URI = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>(?:[^/\s]+/)+)")
 _HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
@@ -37,13 +39,18 @@ class ModelWeights:
         return cls(bucket_name=bucket.bucket_name, prefix=prefix, bucket=bucket, key=bucket.encryption_key)
 
     @classmethod
-    def from_s3_uri(cls, uri: str, *, key: kms.IKey | None = None) -> ModelWeights:
-        """``s3://bucket/prefix/`` (trailing slash required); ``key``: the bucket's KMS key, if it has one."""
+    def from_s3_uri(cls, uri: str, *, key: kms.IKey | None = None, setting: str = "s3_uri") -> ModelWeights:
+        """``s3://bucket/prefix/`` (trailing slash required); ``key``: the bucket's KMS key, if it has one.
+
+        A malformed ``uri`` raises ConfigError (a ValueError) naming ``setting``.
+        """
         match = _S3_PREFIX_URI.fullmatch(uri)
         if match is None:
-            raise ValueError(
-                f"model S3 URI: got {uri!r}; expected s3://<bucket>/<prefix>/ (an uncompressed model "
-                f"directory: config.json, tokenizer and safetensors files; the trailing slash is required)"
+            raise ConfigError(
+                setting,
+                uri,
+                "s3://<bucket>/<prefix>/ (an uncompressed model directory: config.json, tokenizer and "
+                "safetensors files; the trailing slash is required)",
             )
         return cls(bucket_name=match["bucket"], prefix=match["prefix"], key=key)
 

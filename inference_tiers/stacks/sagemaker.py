@@ -34,22 +34,26 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.sagemaker_capacity import MAX_INSTANCE_POOLS, ROUTING_STRATEGIES, Capacity
+from inference_tiers.constructs.sagemaker_capacity import (
+    MAX_INSTANCE_POOLS,
+    ROUTING_STRATEGIES,
+    Capacity,
+    capacity_reservation_config,
+    routing_config,
+)
 from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
-from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS
+from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker_security import allow_log_encryption
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
-from inference_tiers.instance_types import gpu_instance_type
 
 STACK_NAME = "InferenceTiers-SageMaker"
+KEY_PREFIX = "sagemaker."
 # Where to upload the weights when the stack creates the model bucket: models/<model_id>/.
 MODEL_PREFIX = "models/"
 
-_S3_PREFIX = r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^/\s]+/)+"
 _CIDR = r"10\.(25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})\.0\.0/16"
-_RESERVATION = r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:[a-z0-9-]{1,14}/\S+"
 
 
 @dataclass(frozen=True)
@@ -60,11 +64,7 @@ class SageMakerSettings:
         choice(*ENGINES), "serving engine: vllm, sglang, lmi or byoc (byoc needs image_uri)"
     )
     image_uri: str | None = setting(
-        optional(
-            text(
-                r"[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/\S+", description="an ECR image URI"
-            )
-        ),
+        optional(text(max_length=512)),
         "ECR image replacing the engine's pinned Deep Learning Container; empty: the pinned DLC",
     )
     model_id: str = setting(
@@ -75,7 +75,7 @@ class SageMakerSettings:
         choice("s3", "hub"), "s3: uncompressed weights under an S3 prefix; hub: download model_id"
     )
     model_s3_uri: str | None = setting(
-        optional(text(_S3_PREFIX, description="s3://<bucket>/<prefix>/")),
+        optional(text(max_length=1024)),
         "existing weights (s3://bucket/prefix/); empty: a model bucket this stack creates, prefix models/<model_id>/",
     )
     create_endpoint: bool = setting(
@@ -120,7 +120,7 @@ class SageMakerSettings:
         integer(300, 3600), "how long SageMaker keeps trying instance pools after capacity errors"
     )
     capacity_reservation_arn: str | None = setting(
-        optional(text(_RESERVATION, description="an ML reservation or training-plan ARN")),
+        optional(text(max_length=258)),
         "ML capacity reservation or training plan to draw instances from only; empty: on-demand",
     )
     startup_timeout_seconds: int = setting(integer(60, 3600), "container start-up health-check timeout")
@@ -144,28 +144,23 @@ class SageMakerSettings:
     vpc_cidr: str = setting(text(_CIDR, description="a 10.x.0.0/16 CIDR"), "the tier's VPC CIDR")
 
     def __post_init__(self) -> None:
-        for index, name in enumerate(self.instance_types):
-            gpu_instance_type(name, key=f"sagemaker.instance_types[{index}]", sagemaker=True)
-        if len(set(self.instance_types)) != len(self.instance_types):
-            raise ConfigError(
-                "sagemaker.instance_types", list(self.instance_types), "distinct instance types"
-            )
-        if len(self.instance_types) > 1 and self.routing != "LEAST_OUTSTANDING_REQUESTS":
-            raise ConfigError(
-                "sagemaker.routing",
-                self.routing,
-                "LEAST_OUTSTANDING_REQUESTS when instance_types lists instance pools",
-            )
+        # The construct's own capacity and routing rules, reported under this tier's context keys.
+        capacity = self.capacity()
+        routing_config(
+            self.routing,
+            capacity=capacity,
+            prefix_length=self.prefix_length,
+            concurrency_threshold=self.prefix_concurrency_threshold,
+            key_prefix=KEY_PREFIX,
+        )
+        capacity_reservation_config(self.capacity_reservation_arn, key_prefix=KEY_PREFIX)
+        if self.image_uri is not None:
+            parse_ecr_image(self.image_uri, key=f"{KEY_PREFIX}image_uri")
+        if self.model_s3_uri is not None:
+            ModelWeights.from_s3_uri(self.model_s3_uri, setting=f"{KEY_PREFIX}model_s3_uri")
         if self.engine == "byoc" and self.image_uri is None:
             raise ConfigError("sagemaker.image_uri", self.image_uri, "your ECR image URI when engine is byoc")
-        if self.scale_to_zero and self.topology != "inference-component":
-            raise ConfigError(
-                "sagemaker.scale_to_zero", self.scale_to_zero, "false with topology single-model"
-            )
-        if self.min_capacity > self.max_capacity:
-            raise ConfigError(
-                "sagemaker.min_capacity", self.min_capacity, f"at most max_capacity ({self.max_capacity})"
-            )
+        self.scaling_options().validate(inference_components=self.inference_components, key_prefix=KEY_PREFIX)
         if self.target_concurrency > self.max_concurrent_sequences:
             raise ConfigError(
                 "sagemaker.target_concurrency",
@@ -179,15 +174,29 @@ class SageMakerSettings:
     def inference_components(self) -> bool:
         return self.topology == "inference-component"
 
-    def account_requirements(self) -> AccountRequirements:
-        """Endpoint instance quota per pool (any pool may have to supply every instance) and the reservation."""
-        capacity = Capacity.plan(
+    def scaling_options(self) -> ScalingOptions:
+        # Idle scale-in applies only to scale-to-zero; idle_minutes=0 turns it off.
+        idle = self.scale_to_zero and self.idle_minutes > 0
+        return ScalingOptions(
+            min_capacity=self.min_capacity,
+            max_capacity=self.max_capacity,
+            target_concurrency=self.target_concurrency,
+            scale_to_zero=self.scale_to_zero,
+            idle_scale_in=Duration.minutes(self.idle_minutes) if idle else None,
+        )
+
+    def capacity(self) -> Capacity:
+        return Capacity.plan(
             self.instance_types,
             inference_components=self.inference_components,
             tensor_parallel_degree=self.tensor_parallel_degree,
             memory_per_copy_mb=self.memory_per_copy_mb,
+            key_prefix=KEY_PREFIX,
         )
-        count = capacity.instances_for(self.max_capacity)
+
+    def account_requirements(self) -> AccountRequirements:
+        """Endpoint instance quota per pool (any pool may have to supply every instance) and the reservation."""
+        count = self.capacity().instances_for(self.max_capacity)
         return AccountRequirements(
             instances=tuple(InstanceNeed("sagemaker-endpoint", name, count) for name in self.instance_types),
             capacity_reservation_ids=(self.capacity_reservation_arn,)
@@ -250,17 +259,7 @@ class SageMakerStack(Stack):
             inference_ami_version=settings.inference_ami_version,
             startup_health_check_timeout=Duration.seconds(settings.startup_timeout_seconds),
             model_download_timeout=Duration.seconds(settings.download_timeout_seconds),
-            scaling=ScalingOptions(
-                min_capacity=settings.min_capacity,
-                max_capacity=settings.max_capacity,
-                target_concurrency=settings.target_concurrency,
-                scale_to_zero=settings.scale_to_zero,
-                idle_scale_in=(
-                    Duration.minutes(settings.idle_minutes)
-                    if settings.scale_to_zero and settings.idle_minutes
-                    else None
-                ),
-            ),
+            scaling=settings.scaling_options(),
             data_capture_bucket=capture,
             data_capture_percentage=settings.data_capture_percent,
             alarm_thresholds=AlarmThresholds(
