@@ -159,16 +159,20 @@ class SageMakerSettings:
         if self.model_s3_uri is not None:
             ModelWeights.from_s3_uri(self.model_s3_uri, setting=f"{KEY_PREFIX}model_s3_uri")
         if self.engine == "byoc" and self.image_uri is None:
-            raise ConfigError("sagemaker.image_uri", self.image_uri, "your ECR image URI when engine is byoc")
+            raise ConfigError(
+                f"{KEY_PREFIX}image_uri", self.image_uri, "your ECR image URI when engine is byoc"
+            )
         self.scaling_options().validate(inference_components=self.inference_components, key_prefix=KEY_PREFIX)
         if self.target_concurrency > self.max_concurrent_sequences:
             raise ConfigError(
-                "sagemaker.target_concurrency",
+                f"{KEY_PREFIX}target_concurrency",
                 self.target_concurrency,
                 f"at most max_concurrent_sequences ({self.max_concurrent_sequences}): beyond it requests only queue",
             )
         if self.model_source == "hub" and self.model_s3_uri is not None:
-            raise ConfigError("sagemaker.model_s3_uri", self.model_s3_uri, "empty when model_source is hub")
+            raise ConfigError(
+                f"{KEY_PREFIX}model_s3_uri", self.model_s3_uri, "empty when model_source is hub"
+            )
 
     @property
     def inference_components(self) -> bool:
