@@ -113,7 +113,8 @@ def test_model_bucket_is_kms_encrypted_tls_only_and_logged(tier_build: Callable[
 def test_existing_s3_weights_create_no_model_bucket() -> None:
     stack = build_tier("sagemaker", **{"sagemaker.model_s3_uri": "s3://my-models/qwen3-8b/"})
     template = stack.template(STACK_NAME).to_json()
-    assert not [k for k in resources_of(template, "AWS::S3::Bucket") if k.startswith("ModelBucket")]
+    # No model bucket, no capture bucket: no bucket at all (not even for access logs).
+    assert resources_of(template, "AWS::S3::Bucket") == {}
     (model,) = resources_of(template, "AWS::SageMaker::Model").values()
     source = model["Properties"]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]
     assert source["S3Uri"] == "s3://my-models/qwen3-8b/"

@@ -224,16 +224,7 @@ class SageMakerStack(Stack):
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.vpc = self._vpc(settings.vpc_cidr)
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            # Server access logs can only be delivered to SSE-S3 buckets.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.access_logs: s3.Bucket | None = None
         self.model_bucket: s3.Bucket | None = None
         weights = self._weights(settings)
         if not settings.create_endpoint:
@@ -283,7 +274,7 @@ class SageMakerStack(Stack):
         )
         # The flow-log group's name is generated, so the key admits any log group of this account and Region.
         allow_log_encryption(self.key, self, "*")
-        vpc = ec2.Vpc(
+        return ec2.Vpc(
             self,
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
@@ -303,9 +294,20 @@ class SageMakerStack(Stack):
                 "All": ec2.FlowLogOptions(destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
             },
         )
-        return vpc
 
     def _bucket(self, construct_id: str) -> s3.Bucket:
+        """A KMS-encrypted, TLS-only, retained bucket whose access logs go to the stack's log bucket."""
+        if self.access_logs is None:
+            self.access_logs = s3.Bucket(
+                self,
+                "AccessLogs",
+                # Server access logs can only be delivered to SSE-S3 buckets.
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                enforce_ssl=True,
+                versioned=True,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
         return s3.Bucket(
             self,
             construct_id,
