@@ -44,6 +44,7 @@ def test_defaults_serve_an_open_model_with_vllm_on_single_gpu_pools(
     assert [p["InstanceType"] for p in variant["InstancePools"]] == ["ml.g6e.2xlarge", "ml.g5.2xlarge"]
     assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
     assert variant["ManagedInstanceScaling"]["MinInstanceCount"] == 1  # scale-to-zero off
+    assert variant["VariantInstanceProvisionTimeoutInSeconds"] == 1800
     assert len(resources_of(template, "AWS::SageMaker::InferenceComponent")) == 1
 
 
@@ -78,6 +79,11 @@ def test_single_model_outputs_have_no_component_name() -> None:
     outputs = stack.template(STACK_NAME).to_json()["Outputs"]
     assert sorted(outputs) == ["DashboardUrl", "EndpointName", "InvokeExample", "InvokeUrl"]
     assert "inference-components" not in json.dumps(outputs["InvokeUrl"])
+    (config,) = resources_of(stack.template(STACK_NAME).to_json(), "AWS::SageMaker::EndpointConfig").values()
+    (variant,) = config["Properties"]["ProductionVariants"]
+    # One instance type: no pools to fall back across, so no provisioning timeout.
+    assert "VariantInstanceProvisionTimeoutInSeconds" not in variant
+    assert variant["InstanceType"] == "ml.g6e.12xlarge"
 
 
 def test_vpc_has_private_subnets_flow_logs_and_an_s3_gateway_endpoint(

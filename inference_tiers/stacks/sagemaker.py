@@ -117,7 +117,8 @@ class SageMakerSettings:
         integer(1, 1024), "prefix-aware routing: in-flight requests before spilling to another instance"
     )
     provision_timeout_seconds: int = setting(
-        integer(300, 3600), "how long SageMaker keeps trying instance pools after capacity errors"
+        integer(300, 3600),
+        "with two or more instance_types: how long SageMaker keeps trying pools after capacity errors",
     )
     capacity_reservation_arn: str | None = setting(
         optional(text(max_length=258)),
@@ -249,7 +250,12 @@ class SageMakerStack(Stack):
             routing=settings.routing,
             prefix_length=settings.prefix_length,
             prefix_concurrency_threshold=settings.prefix_concurrency_threshold,
-            provision_timeout=Duration.seconds(settings.provision_timeout_seconds),
+            # The provisioning timeout governs falling back across pools; one instance type has none to try.
+            provision_timeout=(
+                Duration.seconds(settings.provision_timeout_seconds)
+                if len(settings.instance_types) > 1
+                else None
+            ),
             capacity_reservation_arn=settings.capacity_reservation_arn,
             inference_ami_version=settings.inference_ami_version,
             startup_health_check_timeout=Duration.seconds(settings.startup_timeout_seconds),
