@@ -7,10 +7,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.stacks.sagemaker import STACK_NAME, TIER, SageMakerSettings
-from tests.harness import TierBuild, build_tier, cdk_json_context
+from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors
 
 
 def resources_of(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
@@ -237,3 +238,20 @@ def test_capacity_rules_name_the_context_key() -> None:
         match=r"'sagemaker.tensor_parallel_degree': got 2; expected 1 to 1 \(ml.g6e.2xlarge has 1 GPU",
     ):
         build_tier("sagemaker", **{"sagemaker.tensor_parallel_degree": "2"})
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"sagemaker.topology": "single-model", "sagemaker.instance_types": ["ml.g6e.12xlarge"]},
+        {"sagemaker.scale_to_zero": "true", "sagemaker.data_capture_percent": "10"},
+        {"sagemaker.model_source": "hub", "sagemaker.engine": "sglang"},
+        {"sagemaker.model_s3_uri": "s3://my-models/qwen3-8b/", "sagemaker.engine": "lmi"},
+    ],
+    ids=["single-model", "scale-to-zero-with-capture", "hub-sglang", "existing-s3-lmi"],
+)
+def test_variants_pass_nag_and_cfn_lint(overrides: dict[str, str]) -> None:
+    build = build_tier("sagemaker", **overrides)
+    report = AwsSolutionsChecks().validate_scope(build.app)
+    assert report.success, [v.rule_name for v in report.violations]
+    assert cfn_lint_errors(build.templates()[STACK_NAME]) == []
