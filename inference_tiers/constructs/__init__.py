@@ -1,5 +1,3 @@
-"""Reusable constructs, importable into any CDK app."""
-
 from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint as SageMakerLlmEndpoint
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds as AlarmThresholds
 from inference_tiers.constructs.sagemaker_monitoring import EndpointMetrics as EndpointMetrics
