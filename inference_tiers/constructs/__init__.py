@@ -30,8 +30,13 @@ from inference_tiers.constructs.model_access import (
     ModelInvokeAccess,
     invoke_statements,
 )
+from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
+from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds, EndpointMetrics
+from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
+from inference_tiers.constructs.sagemaker_weights import ModelWeights
 
 __all__ = [
+    "AlarmThresholds",
     "ApplicationInferenceProfile",
     "ApplicationProfile",
     "AutomatedReasoning",
@@ -41,6 +46,7 @@ __all__ = [
     "ContextualGrounding",
     "CrossRegionProfile",
     "DeniedTopic",
+    "EndpointMetrics",
     "FilterStrength",
     "FoundationModel",
     "Geography",
@@ -52,10 +58,13 @@ __all__ = [
     "Modality",
     "ModelInvocationLogging",
     "ModelInvokeAccess",
+    "ModelWeights",
     "PiiAction",
     "PiiEntity",
     "PiiEntityType",
     "RegexFilter",
+    "SageMakerLlmEndpoint",
+    "ScalingOptions",
     "WordFilter",
     "invoke_statements",
 ]

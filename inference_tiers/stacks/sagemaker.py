@@ -1,0 +1,379 @@
+"""Tier 2 ``sagemaker``: an open model on a SageMaker real-time endpoint, in its own VPC.
+
+``npx cdk deploy -c tier=sagemaker`` deploys ``InferenceTiers-SageMaker``: a VPC (private subnets with egress,
+flow logs, an S3 gateway endpoint), a KMS-encrypted model bucket (unless ``sagemaker.model_s3_uri`` points at
+existing weights) and a :class:`SageMakerLlmEndpoint` configured from the ``sagemaker.*`` context keys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from inference_tiers.config import (
+    AccountRequirements,
+    ConfigError,
+    InstanceNeed,
+    TierSpec,
+    boolean,
+    choice,
+    integer,
+    items,
+    mapping,
+    number,
+    optional,
+    setting,
+    text,
+)
+from inference_tiers.constructs.sagemaker_capacity import (
+    MAX_INSTANCE_POOLS,
+    ROUTING_STRATEGIES,
+    Capacity,
+    capacity_reservation_config,
+    routing_config,
+)
+from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
+from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
+from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
+from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
+from inference_tiers.constructs.sagemaker_security import allow_log_encryption
+from inference_tiers.constructs.sagemaker_weights import ModelWeights
+from inference_tiers.tier import Tier
+
+STACK_NAME = "InferenceTiers-SageMaker"
+KEY_PREFIX = "sagemaker."
+# Where to upload the weights when the stack creates the model bucket: models/<model_id>/.
+MODEL_PREFIX = "models/"
+
+_CIDR = r"10\.(25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})\.0\.0/16"
+
+
+@dataclass(frozen=True)
+class SageMakerSettings:
+    """The ``sagemaker.*`` context keys (defaults in cdk.json)."""
+
+    engine: str = setting(
+        choice(*ENGINES), "serving engine: vllm, sglang, lmi or byoc (byoc needs image_uri)"
+    )
+    image_uri: str | None = setting(
+        optional(text(max_length=512)),
+        "ECR image replacing the engine's pinned Deep Learning Container; empty: the pinned DLC",
+    )
+    model_id: str = setting(
+        text(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?", max_length=96),
+        "model name clients send, the hub id for model_source=hub, and the upload prefix models/<model_id>/",
+    )
+    model_source: str = setting(
+        choice("s3", "hub"), "s3: uncompressed weights under an S3 prefix; hub: download model_id"
+    )
+    model_s3_uri: str | None = setting(
+        optional(text(max_length=1024)),
+        "existing weights (s3://bucket/prefix/); empty: a model bucket this stack creates, prefix models/<model_id>/",
+    )
+    create_endpoint: bool = setting(
+        boolean(), "false for the first deploy of a new model bucket: creates the bucket to upload weights to"
+    )
+    instance_types: tuple[str, ...] = setting(
+        items(text(r"ml\.[a-z0-9]+\.[a-z0-9]+"), min_items=1, max_items=MAX_INSTANCE_POOLS),
+        "ml. GPU instance types in priority order; two or more make capacity-fallback instance pools",
+    )
+    topology: str = setting(
+        choice("inference-component", "single-model"), "inference-component or single-model"
+    )
+    tensor_parallel_degree: int | None = setting(
+        optional(integer(1, 8)),
+        "GPUs per model copy; empty: 1 for inference components, all GPUs for single-model",
+    )
+    max_model_len: int = setting(integer(256, 1_048_576), "maximum tokens per sequence (prompt plus output)")
+    max_concurrent_sequences: int = setting(integer(1, 4096), "sequences the engine batches at once per copy")
+    engine_args: dict[str, str] = setting(
+        mapping(text(max_length=1024)), 'extra engine flags, e.g. {"enable-prefix-caching": "true"}'
+    )
+    environment: dict[str, str] = setting(
+        mapping(text(max_length=1024), key_pattern=r"[A-Z_][A-Z0-9_]{0,127}"),
+        "extra container environment variables (plaintext: no secrets)",
+    )
+    memory_per_copy_mb: int = setting(
+        integer(1024, 2_097_152), "host memory reserved per inference-component copy"
+    )
+    inference_ami_version: str | None = setting(
+        optional(choice(*INFERENCE_AMI_VERSIONS)), "host AMI; empty: derived from the image's CUDA version"
+    )
+    routing: str = setting(
+        choice(*ROUTING_STRATEGIES), "request routing; instance pools need LEAST_OUTSTANDING_REQUESTS"
+    )
+    prefix_length: int = setting(
+        integer(1024, 65536), "prefix-aware routing: prefix length (routing=PREFIX_AWARE)"
+    )
+    prefix_concurrency_threshold: int = setting(
+        integer(1, 1024), "prefix-aware routing: in-flight requests before spilling to another instance"
+    )
+    provision_timeout_seconds: int = setting(
+        integer(300, 3600),
+        "with two or more instance_types: how long SageMaker keeps trying pools after capacity errors",
+    )
+    capacity_reservation_arn: str | None = setting(
+        optional(text(max_length=258)),
+        "ML capacity reservation or training plan to draw instances from only; empty: on-demand",
+    )
+    startup_timeout_seconds: int = setting(integer(60, 3600), "container start-up health-check timeout")
+    download_timeout_seconds: int = setting(integer(60, 3600), "model download timeout")
+    min_capacity: int = setting(
+        integer(1, 100), "copies (or instances, single-model) kept while scale_to_zero is off"
+    )
+    max_capacity: int = setting(integer(1, 100), "maximum copies (or instances, single-model)")
+    target_concurrency: int = setting(integer(1, 4096), "in-flight requests per copy (or model) to scale at")
+    scale_to_zero: bool = setting(
+        boolean(), "allow 0 copies and instances (inference-component topology only)"
+    )
+    idle_minutes: int = setting(
+        integer(0, 1440), "with scale_to_zero: release every copy after this many idle minutes; 0: never"
+    )
+    latency_slo_ms: int = setting(integer(100, 600_000), "p90 model-latency alarm threshold (whole response)")
+    error_rate_percent: float = setting(number(0.01, 100), "5XX error-rate alarm threshold")
+    data_capture_percent: int = setting(
+        integer(0, 100), "requests and responses captured to an encrypted bucket; 0: off"
+    )
+    vpc_cidr: str = setting(text(_CIDR, description="a 10.x.0.0/16 CIDR"), "the tier's VPC CIDR")
+
+    def __post_init__(self) -> None:
+        # The construct's own capacity and routing rules, reported under this tier's context keys.
+        capacity = self.capacity()
+        routing_config(
+            self.routing,
+            capacity=capacity,
+            prefix_length=self.prefix_length,
+            concurrency_threshold=self.prefix_concurrency_threshold,
+            key_prefix=KEY_PREFIX,
+        )
+        capacity_reservation_config(self.capacity_reservation_arn, key_prefix=KEY_PREFIX)
+        if self.image_uri is not None:
+            parse_ecr_image(self.image_uri, key=f"{KEY_PREFIX}image_uri")
+        if self.model_s3_uri is not None:
+            ModelWeights.from_s3_uri(self.model_s3_uri, setting=f"{KEY_PREFIX}model_s3_uri")
+        if self.engine == "byoc" and self.image_uri is None:
+            raise ConfigError(
+                f"{KEY_PREFIX}image_uri", self.image_uri, "your ECR image URI when engine is byoc"
+            )
+        self.scaling_options().validate(inference_components=self.inference_components, key_prefix=KEY_PREFIX)
+        if self.target_concurrency > self.max_concurrent_sequences:
+            raise ConfigError(
+                f"{KEY_PREFIX}target_concurrency",
+                self.target_concurrency,
+                f"at most max_concurrent_sequences ({self.max_concurrent_sequences}): beyond it requests only queue",
+            )
+        if self.model_source == "hub" and self.model_s3_uri is not None:
+            raise ConfigError(
+                f"{KEY_PREFIX}model_s3_uri", self.model_s3_uri, "empty when model_source is hub"
+            )
+
+    @property
+    def inference_components(self) -> bool:
+        return self.topology == "inference-component"
+
+    def scaling_options(self) -> ScalingOptions:
+        # Idle scale-in applies only to scale-to-zero; idle_minutes=0 turns it off.
+        idle = self.scale_to_zero and self.idle_minutes > 0
+        return ScalingOptions(
+            min_capacity=self.min_capacity,
+            max_capacity=self.max_capacity,
+            target_concurrency=self.target_concurrency,
+            scale_to_zero=self.scale_to_zero,
+            idle_scale_in=Duration.minutes(self.idle_minutes) if idle else None,
+        )
+
+    def capacity(self) -> Capacity:
+        return Capacity.plan(
+            self.instance_types,
+            inference_components=self.inference_components,
+            tensor_parallel_degree=self.tensor_parallel_degree,
+            memory_per_copy_mb=self.memory_per_copy_mb,
+            key_prefix=KEY_PREFIX,
+        )
+
+    def account_requirements(self) -> AccountRequirements:
+        """Endpoint instance quota per pool (any pool may have to supply every instance) and the reservation."""
+        count = self.capacity().instances_for(self.max_capacity)
+        return AccountRequirements(
+            instances=tuple(InstanceNeed("sagemaker-endpoint", name, count) for name in self.instance_types),
+            capacity_reservation_ids=(self.capacity_reservation_arn,)
+            if self.capacity_reservation_arn
+            else (),
+        )
+
+
+class SageMakerStack(Stack):
+    """``InferenceTiers-SageMaker``: VPC, model bucket, and the endpoint with its dashboard and alarms."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: SageMakerSettings, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description="inference-tiers sagemaker: model bucket, data capture, flow logs",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.vpc = self._vpc(settings.vpc_cidr)
+        self.access_logs: s3.Bucket | None = None
+        self.model_bucket: s3.Bucket | None = None
+        weights = self._weights(settings)
+        if not settings.create_endpoint:
+            return
+        capture = self._bucket("CaptureBucket") if settings.data_capture_percent > 0 else None
+        self.endpoint = SageMakerLlmEndpoint(
+            self,
+            "Llm",
+            weights=weights,
+            instance_types=settings.instance_types,
+            vpc=self.vpc,
+            engine=settings.engine,
+            image_uri=settings.image_uri,
+            served_model_name=settings.model_id,
+            tensor_parallel_degree=settings.tensor_parallel_degree,
+            max_model_len=settings.max_model_len,
+            max_concurrent_sequences=settings.max_concurrent_sequences,
+            engine_args=settings.engine_args,
+            environment=settings.environment,
+            inference_components=settings.inference_components,
+            memory_per_copy_mb=settings.memory_per_copy_mb,
+            routing=settings.routing,
+            prefix_length=settings.prefix_length,
+            prefix_concurrency_threshold=settings.prefix_concurrency_threshold,
+            # The provisioning timeout governs falling back across pools; one instance type has none to try.
+            provision_timeout=(
+                Duration.seconds(settings.provision_timeout_seconds)
+                if len(settings.instance_types) > 1
+                else None
+            ),
+            capacity_reservation_arn=settings.capacity_reservation_arn,
+            inference_ami_version=settings.inference_ami_version,
+            startup_health_check_timeout=Duration.seconds(settings.startup_timeout_seconds),
+            model_download_timeout=Duration.seconds(settings.download_timeout_seconds),
+            scaling=settings.scaling_options(),
+            data_capture_bucket=capture,
+            data_capture_percentage=settings.data_capture_percent,
+            alarm_thresholds=AlarmThresholds(
+                error_rate=settings.error_rate_percent / 100,
+                latency_slo=Duration.millis(settings.latency_slo_ms),
+            ),
+        )
+        self._outputs(self.endpoint, settings)
+
+    def _vpc(self, cidr: str) -> ec2.Vpc:
+        flow_logs = logs.LogGroup(
+            self,
+            "FlowLogs",
+            encryption_key=self.key,
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        # The flow-log group's name is generated, so the key admits any log group of this account and Region.
+        allow_log_encryption(self.key, self, "*")
+        return ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            max_azs=2,
+            # One NAT gateway: egress for hub downloads; S3 traffic goes through the gateway endpoint.
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(
+                    name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                ),
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
+            },
+            flow_logs={
+                "All": ec2.FlowLogOptions(destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+            },
+        )
+
+    def _bucket(self, construct_id: str) -> s3.Bucket:
+        """A KMS-encrypted, TLS-only, retained bucket whose access logs go to the stack's log bucket."""
+        if self.access_logs is None:
+            self.access_logs = s3.Bucket(
+                self,
+                "AccessLogs",
+                # Server access logs can only be delivered to SSE-S3 buckets.
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                enforce_ssl=True,
+                versioned=True,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+        return s3.Bucket(
+            self,
+            construct_id,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix=f"{construct_id}/",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _weights(self, settings: SageMakerSettings) -> ModelWeights:
+        if settings.model_source == "hub":
+            return ModelWeights.from_hub(settings.model_id)
+        if settings.model_s3_uri is not None:
+            return ModelWeights.from_s3_uri(settings.model_s3_uri)
+        self.model_bucket = self._bucket("ModelBucket")
+        return ModelWeights.from_bucket(self.model_bucket, f"{MODEL_PREFIX}{settings.model_id}/")
+
+    def _outputs(self, endpoint: SageMakerLlmEndpoint, settings: SageMakerSettings) -> None:
+        CfnOutput(self, "EndpointName", value=endpoint.endpoint_name)
+        if endpoint.inference_component_name is not None:
+            CfnOutput(self, "InferenceComponentName", value=endpoint.inference_component_name)
+        CfnOutput(self, "InvokeUrl", value=endpoint.openai_base_url)
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
+            f"#dashboards:name={endpoint.dashboard.dashboard_name}",
+        )
+        body = json.dumps(
+            {
+                "model": settings.model_id,
+                "messages": [{"role": "user", "content": "Say hello."}],
+                "max_tokens": 64,
+            }
+        )
+        component = (
+            f" --inference-component-name {endpoint.inference_component_name}"
+            if endpoint.inference_component_name
+            else ""
+        )
+        CfnOutput(
+            self,
+            "InvokeExample",
+            value=f"aws sagemaker-runtime invoke-endpoint --region {Aws.REGION} --endpoint-name "
+            f"{endpoint.endpoint_name}{component} --content-type application/json "
+            f"--cli-binary-format raw-in-base64-out --body '{body}' /dev/stdout",
+        )
+
+
+def build(app: Construct, settings: SageMakerSettings) -> list[Stack]:
+    return [
+        SageMakerStack(
+            app, STACK_NAME, settings=settings, description="inference-tiers tier 2: SageMaker endpoint"
+        )
+    ]
+
+
+TIER = Tier(spec=TierSpec("sagemaker", SageMakerSettings), build=build)
