@@ -72,6 +72,11 @@ def test_defaults_block_all_six_content_categories_with_prompt_attack_on_input_o
     assert filters["PROMPT_ATTACK"]["OutputStrength"] == "NONE"
 
 
+def test_output_strength_defaults_to_none_for_prompt_attack_and_medium_otherwise() -> None:
+    assert ContentFilter(type=ContentFilterType.PROMPT_ATTACK).output_strength is FilterStrength.NONE
+    assert ContentFilter(type=ContentFilterType.HATE).output_strength is FilterStrength.MEDIUM
+
+
 def test_defaults_add_profanity_pii_cmk_and_classic_tier() -> None:
     stack = _stack()
     guardrail = Guardrail(stack, "Guardrail")

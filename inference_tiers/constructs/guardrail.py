@@ -137,12 +137,13 @@ def _check_unique(values: Sequence[Any], where: str) -> None:
 class ContentFilter:
     """One content-filter category. Strengths and actions apply separately to prompts (input) and responses.
 
-    ``PROMPT_ATTACK`` only inspects prompts: its ``output_strength`` must be NONE.
+    ``output_strength`` defaults to MEDIUM, and to NONE for ``PROMPT_ATTACK``, which only inspects prompts
+    (an explicit other strength for it is an error).
     """
 
     type: ContentFilterType
     input_strength: FilterStrength = FilterStrength.MEDIUM
-    output_strength: FilterStrength = FilterStrength.MEDIUM
+    output_strength: FilterStrength | None = None
     input_action: GuardrailAction = GuardrailAction.BLOCK
     output_action: GuardrailAction = GuardrailAction.BLOCK
     input_enabled: bool = True
@@ -153,6 +154,9 @@ class ContentFilter:
     def __post_init__(self) -> None:
         where = f"ContentFilter({self.type!r})"
         _set(self, "type", _enum(ContentFilterType, self.type, "ContentFilter.type"))
+        if self.output_strength is None:
+            prompt_only = self.type is ContentFilterType.PROMPT_ATTACK
+            _set(self, "output_strength", FilterStrength.NONE if prompt_only else FilterStrength.MEDIUM)
         for name, kind in (
             ("input_strength", FilterStrength),
             ("output_strength", FilterStrength),
@@ -166,17 +170,23 @@ class ContentFilter:
                 raise ValueError(f"{where}.{name}: got {modalities!r}; expected one or two of TEXT, IMAGE")
             _check_unique(modalities, f"{where}.{name}")
             _set(self, name, modalities)
-        if self.type is ContentFilterType.PROMPT_ATTACK and self.output_strength is not FilterStrength.NONE:
+        output = self._output_strength
+        if self.type is ContentFilterType.PROMPT_ATTACK and output is not FilterStrength.NONE:
             raise ValueError(
-                f"ContentFilter(PROMPT_ATTACK).output_strength: got {self.output_strength.value!r}; expected "
+                f"ContentFilter(PROMPT_ATTACK).output_strength: got {output.value!r}; expected "
                 "NONE (prompt attacks are detected in prompts only)"
             )
+
+    @property
+    def _output_strength(self) -> FilterStrength:
+        assert self.output_strength is not None, "resolved in __post_init__"
+        return self.output_strength
 
     def _cfn(self) -> dict[str, Any]:
         return {
             "type": self.type.value,
             "input_strength": self.input_strength.value,
-            "output_strength": self.output_strength.value,
+            "output_strength": self._output_strength.value,
             "input_action": self.input_action.value,
             "output_action": self.output_action.value,
             "input_enabled": self.input_enabled,
