@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType, gpu_instance_type
+from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
 Manifest = dict[str, Any]
 Role = Literal["prefill", "decode"]
@@ -150,7 +150,10 @@ class DisaggregatedWorkloadSpec:
 
     @property
     def instance(self) -> GpuInstanceType:
-        return gpu_instance_type(self.instance_type, key="instance_type")
+        facts = GPU_INSTANCE_TYPES.get(self.instance_type)
+        if facts is None:
+            raise _reject("instance_type", self.instance_type, f"one of {', '.join(GPU_INSTANCE_TYPES)}")
+        return facts
 
     @property
     def tp(self) -> int:
