@@ -140,12 +140,19 @@ def create_node_role(scope: Construct, construct_id: str) -> iam.Role:
     return role
 
 
-def create_private_vpc(scope: Construct, construct_id: str, *, max_azs: int = 2) -> ec2.Vpc:
-    """A VPC for EKS: public subnets only for NAT, private subnets with egress, retained flow logs."""
+def create_private_vpc(
+    scope: Construct, construct_id: str, *, availability_zones: Sequence[str] | None = None
+) -> ec2.Vpc:
+    """A VPC for EKS: public subnets only for NAT, private subnets with egress, retained flow logs.
+
+    ``availability_zones``: the AZ names to use, in order. Default: the region's first two.
+    """
+    zones = list(availability_zones) if availability_zones else None
     vpc = ec2.Vpc(
         scope,
         construct_id,
-        max_azs=max_azs,
+        availability_zones=zones,
+        max_azs=None if zones else 2,
         subnet_configuration=[
             ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
             # /18: VPC CNI gives every pod a VPC address; p5 nodes with warm ENIs use hundreds.
