@@ -36,7 +36,9 @@ def _lines(name: str) -> list[str]:
 
 
 VLLM_FLAGS = set(_lines("vllm-serve-flags.txt"))
-ROUTER_FLAGS = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", (DATA / "vllm-router-0.1.17-help.txt").read_text()))
+ROUTER_FLAGS = set(
+    re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", (DATA / "vllm-router-0.1.17-help.txt").read_text())
+)
 KV = [line.split("=", 1) for line in _lines("vllm-kv-connectors.txt")]
 KV_CONNECTORS = {v for k, v in KV if k == "kv_connector"}
 KV_ROLES = {v for k, v in KV if k == "kv_role"}
@@ -164,7 +166,9 @@ def test_kv_transfer_config_parses_with_mooncake_roles_and_efa(role: str, kv_rol
     assert set(config["kv_connector_extra_config"]) <= MOONCAKE_EXTRA_KEYS
 
 
-@pytest.mark.parametrize("role,outer,store", [("prefill", "kv_producer", "kv_both"), ("decode", "kv_consumer", "kv_consumer")])
+@pytest.mark.parametrize(
+    "role,outer,store", [("prefill", "kv_producer", "kv_both"), ("decode", "kv_consumer", "kv_consumer")]
+)
 def test_kv_store_wraps_both_connectors_in_multiconnector(role: str, outer: str, store: str) -> None:
     config = json.loads(arg_value(container(SPECS["kv-store"], role)["args"], "--kv-transfer-config"))
     assert config["kv_connector"] == "MultiConnector" and config["kv_role"] == outer
@@ -194,7 +198,11 @@ def test_efa_transport_environment() -> None:
         }
         assert env["FI_PROVIDER"]["value"] == "efa"
         assert env["FI_EFA_USE_DEVICE_RDMA"]["value"] == "1"
-        assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token", "optional": True}
+        assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+            "name": "hf-token",
+            "key": "token",
+            "optional": True,
+        }
     prefill = env_of(container(make_spec(), "prefill"))
     assert prefill["VLLM_MOONCAKE_BOOTSTRAP_PORT"]["value"] == str(BOOTSTRAP_PORT)
     assert "VLLM_MOONCAKE_BOOTSTRAP_PORT" not in env_of(container(make_spec(), "decode"))
@@ -207,7 +215,9 @@ def test_efa_transport_environment() -> None:
 
 
 @pytest.mark.parametrize("instance,gpus,efa", [("p5.48xlarge", 8, 32), ("p5en.48xlarge", 8, 16)])
-def test_resources_request_the_gpus_every_efa_device_and_hugepages(instance: str, gpus: int, efa: int) -> None:
+def test_resources_request_the_gpus_every_efa_device_and_hugepages(
+    instance: str, gpus: int, efa: int
+) -> None:
     spec = make_spec(instance_type=instance)
     for role in ("prefill", "decode"):
         resources = container(spec, role)["resources"]
@@ -237,7 +247,9 @@ def test_prefill_and_decode_never_share_a_node() -> None:
     spec = make_spec()
     pods = {role: deployment(spec, role)["spec"]["template"] for role in ("prefill", "decode")}
     for role, template in pods.items():
-        terms = template["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        terms = template["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
         assert len(terms) == 1 and terms[0]["topologyKey"] == "kubernetes.io/hostname"
         # The term repels pods of both roles, so a prefill never lands next to a decode (or another prefill).
         for other in pods.values():
@@ -277,7 +289,12 @@ def test_replica_counts() -> None:
 
 def test_metrics_are_exposed_for_scraping() -> None:
     spec = SPECS["kv-store"]
-    expected = {"prefill": str(VLLM_PORT), "decode": str(VLLM_PORT), "router": "29000", "mooncake-master": "9003"}
+    expected = {
+        "prefill": str(VLLM_PORT),
+        "decode": str(VLLM_PORT),
+        "router": "29000",
+        "mooncake-master": "9003",
+    }
     for component, port in expected.items():
         template = deployment(spec, component)["spec"]["template"]
         annotations = template["metadata"]["annotations"]
@@ -314,7 +331,10 @@ def test_every_router_flag_is_a_flag_of_vllm_router_0_1_17(name: str) -> None:
 def test_router_selectors_match_exactly_their_role_pods() -> None:
     spec = make_spec()
     args = container(spec, "router")["args"]
-    labels = {role: deployment(spec, role)["spec"]["template"]["metadata"]["labels"] for role in ("prefill", "decode")}
+    labels = {
+        role: deployment(spec, role)["spec"]["template"]["metadata"]["labels"]
+        for role in ("prefill", "decode")
+    }
     for role, other in (("prefill", "decode"), ("decode", "prefill")):
         selector = _selector_arg(args, f"--{role}-selector")
         assert selector_matches({"matchLabels": selector}, labels[role])
@@ -324,7 +344,10 @@ def test_router_selectors_match_exactly_their_role_pods() -> None:
     prefill = deployment(spec, "prefill")["spec"]["template"]
     assert prefill["metadata"]["annotations"][BOOTSTRAP_PORT_ANNOTATION] == str(BOOTSTRAP_PORT)
     assert BOOTSTRAP_PORT in {p["containerPort"] for p in prefill["spec"]["containers"][0]["ports"]}
-    assert BOOTSTRAP_PORT_ANNOTATION not in deployment(spec, "decode")["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        BOOTSTRAP_PORT_ANNOTATION
+        not in deployment(spec, "decode")["spec"]["template"]["metadata"]["annotations"]
+    )
 
 
 def test_router_args_parse_and_build_a_router_with_the_pinned_wheel() -> None:
@@ -357,7 +380,9 @@ def test_router_rbac_allows_only_reading_pods_in_its_namespace() -> None:
     assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
     binding = objects[("RoleBinding", "vllm-pd-router")]
     assert binding["roleRef"]["name"] == "vllm-pd-router"
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "vllm-pd-router", "namespace": "inference"}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "vllm-pd-router", "namespace": "inference"}
+    ]
     assert ("ServiceAccount", "vllm-pd-router") in objects
     assert deployment(spec, "router")["spec"]["template"]["spec"]["serviceAccountName"] == "vllm-pd-router"
     assert not any(m["kind"].startswith("Cluster") for m in render(spec))
@@ -386,8 +411,14 @@ def test_router_is_behind_an_internal_load_balancer() -> None:
         ({"tensor_parallel_size": 16}, r"tensor_parallel_size: got 16; expected a divisor of the 8 GPUs"),
         ({"tensor_parallel_size": 3}, r"tensor_parallel_size: got 3"),
         ({"tensor_parallel_size": 0}, r"tensor_parallel_size: got 0"),
-        ({"instance_type": "g5.xlarge"}, r"instance_type: got 'g5.xlarge'; expected an instance type with EFA"),
-        ({"instance_type": "p9.48xlarge"}, r"instance_type: got 'p9.48xlarge'; expected one of .*p5\.48xlarge"),
+        (
+            {"instance_type": "g5.xlarge"},
+            r"instance_type: got 'g5.xlarge'; expected an instance type with EFA",
+        ),
+        (
+            {"instance_type": "p9.48xlarge"},
+            r"instance_type: got 'p9.48xlarge'; expected one of .*p5\.48xlarge",
+        ),
         ({"prefill_replicas": 0}, r"prefill_replicas: got 0; expected an integer from 1 to 64"),
         ({"decode_replicas": 65}, r"decode_replicas: got 65"),
         ({"decode_replicas": True}, r"decode_replicas: got True"),
@@ -402,8 +433,14 @@ def test_router_is_behind_an_internal_load_balancer() -> None:
         ({"gpu_node_labels": {}}, r"gpu_node_labels: got \{\}"),
         ({"gpu_node_labels": {"bad key!": "x"}}, r"gpu_node_labels: got"),
         ({"allowed_cidrs": []}, r"allowed_cidrs: got \[\]"),
-        ({"enable_kv_store": True, "kv_store_segment_gib_per_rank": 200}, r"kv_store_segment_gib_per_rank: got 200; expected at most 96 GiB per rank"),
-        ({"enable_kv_store": True, "kv_store_segment_gib_per_rank": 0}, r"kv_store_segment_gib_per_rank: got 0"),
+        (
+            {"enable_kv_store": True, "kv_store_segment_gib_per_rank": 200},
+            r"kv_store_segment_gib_per_rank: got 200; expected at most 96 GiB per rank",
+        ),
+        (
+            {"enable_kv_store": True, "kv_store_segment_gib_per_rank": 0},
+            r"kv_store_segment_gib_per_rank: got 0",
+        ),
     ],
 )
 def test_bad_input_is_rejected_with_prop_value_and_accepted(overrides: dict[str, Any], match: str) -> None:

@@ -94,6 +94,11 @@ class DisaggregatedServing(Construct):
         startup_timeout_minutes: int = 60,
     ) -> None:
         super().__init__(scope, construct_id)
+        if cluster.kubectl_provider is None:
+            raise ValueError(
+                f"cluster: got {cluster.node.path!r} without a kubectl provider; expected a cluster created with "
+                "kubectl_provider_options (a kubectl layer such as KubectlV35Layer), which add_manifest needs"
+            )
         if build_images and (image_uri is not None or router_image_uri is not None):
             raise ValueError(
                 f"build_images: got True together with image_uri={image_uri!r} / "
