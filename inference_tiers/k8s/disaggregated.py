@@ -361,7 +361,7 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
     if role == "prefill":
         ports.append({"name": "bootstrap", "containerPort": BOOTSTRAP_PORT, "protocol": "TCP"})
         annotations[BOOTSTRAP_PORT_ANNOTATION] = str(BOOTSTRAP_PORT)
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "models", "mountPath": MODEL_CACHE_PATH},
     ]
