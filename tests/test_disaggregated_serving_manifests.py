@@ -125,6 +125,14 @@ def test_strict_validation_catches_a_misspelled_field() -> None:
         kubernetes_validate.validate(manifest, "1.35", strict=True)
 
 
+def test_mooncake_master_flags_are_flags_of_the_pinned_wheel() -> None:
+    known = set(_lines("mooncake-master-0.3.13.post1-flags.txt"))
+    master = container(SPECS["kv-store"], "mooncake-master")
+    assert master["command"] == ["mooncake_master"]
+    flags = {a.removeprefix("--").split("=", 1)[0] for a in master["args"]}
+    assert flags and flags <= known, flags - known
+
+
 def test_kv_store_adds_master_service_and_config() -> None:
     spec = SPECS["kv-store"]
     objects = by_kind_name(render(spec))
