@@ -219,8 +219,12 @@ def test_device_plugins_are_pinned_and_tolerate_the_gpu_taint(default: dict[str,
     assert (taint["Key"], taint["Effect"]) == (gpu_taint["key"], "NO_SCHEDULE")
 
 
-def test_cluster_and_kubeconfig_outputs(default: dict[str, Any]) -> None:
+def test_outputs_are_exactly_the_cross_team_contract(default: dict[str, Any]) -> None:
     outputs = default["Outputs"]
+    assert set(outputs) == {"RouterEndpoint", "EksClusterName", "KubeconfigCommand", "DashboardUrl"}
+    router = json.dumps(outputs["RouterEndpoint"]["Value"])
+    assert "http://" in router and "RouterLoadBalancer" in router
+    assert "#dashboards/dashboard/" in json.dumps(outputs["DashboardUrl"]["Value"])
     cluster, _ = _one(default, "AWS::EKS::Cluster")
     assert outputs["EksClusterName"]["Value"] == {"Ref": cluster}
     command = outputs["KubeconfigCommand"]["Value"]["Fn::Join"][1]
@@ -289,6 +293,13 @@ def test_default_settings_and_account_requirements() -> None:
         ({"public_endpoint_cidrs": "10.0.0.1/8"}, "public_endpoint_cidrs[0]", r"IPv4 CIDR"),
         ({"admin_principal_arn": "Admin"}, "admin_principal_arn", r"IAM role or user ARN"),
         ({"prefill_nodes": "0"}, "prefill_nodes", r"integer from 1 to 32"),
+        (
+            {"build_images": "true", "image_uri": "public.ecr.aws/x/vllm:1.0"},
+            "build_images",
+            r"false when disaggregated.image_uri",
+        ),
+        ({"image_uri": "vllm-latest"}, "image_uri", r"an image URI with a tag or digest"),
+        ({"max_model_len": "100"}, "max_model_len", r"integer from 1024"),
     ],
 )
 def test_invalid_settings_name_key_value_and_what_is_accepted(

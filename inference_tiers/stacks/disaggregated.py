@@ -1,8 +1,9 @@
 """Tier ``disaggregated``: EKS + EFA GPU nodes in a cluster placement group, prefill/decode disaggregated vLLM.
 
 One stack, ``InferenceTiers-Disaggregated``: a VPC (private subnets, flow logs), the ``EksCluster`` base, one
-``EfaNodeGroup`` sized for prefill + decode nodes (one vLLM instance per node) in the first AZ, and the EFA and
-NVIDIA device plugins.
+``EfaNodeGroup`` sized for prefill + decode nodes (one vLLM instance per node) in the first AZ, the EFA and
+NVIDIA device plugins, the ``DisaggregatedServing`` workload (vLLM prefill/decode over Mooncake, vllm-router
+behind an internal NLB) and ``DisaggregatedMonitoring`` (Container Insights, dashboard, alarms).
 """
 
 from __future__ import annotations
@@ -19,15 +20,29 @@ from inference_tiers.config import (
     ConfigError,
     InstanceNeed,
     TierSpec,
+    boolean,
     choice,
     integer,
     items,
+    number,
     optional,
     setting,
     text,
 )
-from inference_tiers.constructs.efa_node_group import CAPACITY_MODES, CapacityMode, EfaNodeGroup
-from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, create_private_vpc
+from inference_tiers.constructs.disaggregated_monitoring import DisaggregatedMonitoring
+from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
+from inference_tiers.constructs.efa_node_group import (
+    CAPACITY_MODES,
+    EFA_NODE_POOL,
+    CapacityMode,
+    EfaNodeGroup,
+)
+from inference_tiers.constructs.eks_cluster import (
+    KUBERNETES_VERSION,
+    EksCluster,
+    as_cluster_ref,
+    create_private_vpc,
+)
 from inference_tiers.constructs.gpu_device_plugins import GpuDevicePlugins
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
@@ -85,6 +100,42 @@ class DisaggregatedSettings:
         ),
         "two AZ names for the VPC; the GPU nodes go to the first (the reservation's AZ); null: the region's first two",
     )
+    max_model_len: int | None = setting(
+        optional(integer(1024, 1_048_576)), "vLLM --max-model-len; null: the model's own context length"
+    )
+    image_uri: str | None = setting(
+        optional(
+            text(
+                r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
+                description="an image URI with a tag or digest",
+            )
+        ),
+        "vLLM + EFA + Mooncake image; null: the pinned tag built from assets/disaggregated/vllm in this account's ECR",
+    )
+    router_image_uri: str | None = setting(
+        optional(
+            text(
+                r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
+                description="an image URI with a tag or digest",
+            )
+        ),
+        "vllm-router image; null: the pinned tag built from assets/disaggregated/router in this account's ECR",
+    )
+    build_images: bool = setting(
+        boolean(),
+        "build both images from assets/disaggregated at deploy time (needs Docker) instead of the URIs",
+    )
+    enable_kv_store: bool = setting(
+        boolean(),
+        "add mooncake_master and the shared KV pool (MooncakeStoreConnector through MultiConnector)",
+    )
+    hf_token_secret_name: str | None = setting(
+        optional(text(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", description="a Kubernetes Secret name")),
+        "Kubernetes Secret (key token) in the workload namespace with a Hugging Face token; null: public model",
+    )
+    ttft_alarm_seconds: float = setting(
+        number(0.05, 600), "alarm when the mean decode time to first token exceeds this"
+    )
     admin_principal_arn: str | None = setting(
         optional(
             text(
@@ -131,6 +182,12 @@ class DisaggregatedSettings:
                 "disaggregated.availability_zones",
                 None,
                 "two AZ names, the reservation's AZ first: a reservation only serves instances in its own AZ",
+            )
+        if self.build_images and (self.image_uri or self.router_image_uri):
+            raise ConfigError(
+                "disaggregated.build_images",
+                self.build_images,
+                "false when disaggregated.image_uri or disaggregated.router_image_uri is set (build or pull, not both)",
             )
         if self.availability_zones is not None and len(set(self.availability_zones)) != 2:
             raise ConfigError(
@@ -196,12 +253,44 @@ class DisaggregatedStack(Stack):
         )
         self.device_plugins = GpuDevicePlugins(self, "DevicePlugins", cluster=cluster)
 
+        self.serving = DisaggregatedServing(
+            self,
+            "Serving",
+            cluster=as_cluster_ref(cluster),
+            model_id=settings.model_id,
+            instance_type=settings.instance_type,
+            prefill_replicas=settings.prefill_nodes,
+            decode_replicas=settings.decode_nodes,
+            tensor_parallel_size=settings.tensor_parallel,
+            max_model_len=settings.max_model_len,
+            image_uri=settings.image_uri,
+            router_image_uri=settings.router_image_uri,
+            build_images=settings.build_images,
+            enable_kv_store=settings.enable_kv_store,
+            hf_token_secret_name=settings.hf_token_secret_name,
+            gpu_node_labels={"inference-tiers/node-pool": EFA_NODE_POOL},
+        )
+        # The pods request nvidia.com/gpu and vpc.amazonaws.com/efa, which only the device plugins advertise.
+        self.serving.node.add_dependency(self.device_plugins)
+        self.monitoring = DisaggregatedMonitoring(
+            self,
+            "Monitoring",
+            cluster=as_cluster_ref(cluster),
+            serving=self.serving,
+            ttft_alarm_seconds=settings.ttft_alarm_seconds,
+        )
+        # The CloudWatch agent gets its IAM role through EKS Pod Identity.
+        self.monitoring.node.add_dependency(self.eks.addons["eks-pod-identity-agent"])
+
+        CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
+
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
         CfnOutput(
             self,
             "KubeconfigCommand",
             value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
         )
+        CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
 
 
 def build(app: Construct, settings: DisaggregatedSettings) -> list[Stack]:
