@@ -4,8 +4,10 @@ Collection: the ``amazon-cloudwatch-observability`` EKS add-on (CloudWatch agent
 metrics). Its agent also runs an OpenTelemetry pipeline given in the add-on configuration: a Prometheus
 receiver scrapes the annotated vLLM, router and mooncake_master pods of this workload (each agent only the
 pods on its own node) and the ``awsemf`` exporter writes them to CloudWatch. That pipeline keeps Prometheus
-histograms (as CloudWatch statistic sets: count, sum, min, max), which matters because TTFT and inter-token
-latency are histograms; the agent's classic ``prometheus`` section drops histograms altogether.
+histograms, which matters because TTFT and inter-token latency are histograms (the agent's classic
+``prometheus`` section drops histograms altogether). They arrive as statistic sets of the per-interval count
+and sum, so Average is the mean over the period; Prometheus histograms carry no min/max, hence no Maximum or
+percentiles.
 
 Mooncake: vLLM's point-to-point ``MooncakeConnector`` exports no Prometheus metrics in the pinned version, so
 transfer health is derived from what exists: the router's decode/prefill error counters (a decode error
@@ -32,9 +34,11 @@ from inference_tiers.constructs.disaggregated_serving import DisaggregatedServin
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
 from inference_tiers.nag import acknowledge
 
-# Pinned add-on build (Container Insights with the agent's OpenTelemetry configuration); check it is offered
-# for the cluster's version with `aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability`.
-CLOUDWATCH_OBSERVABILITY_ADDON_VERSION = "v6.0.1-eksbuild.1"
+# Pinned add-on build. v6.2.0-eksbuild.1 is the first the CloudWatch docs name for OpenTelemetry-based Container
+# Insights; the agent's appended collector configuration (``agent.otelConfig``) supports the prometheus receiver,
+# the resource and batch processors and the awsemf exporter used below. Check the build is offered for the
+# cluster's Kubernetes version: `aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability`.
+CLOUDWATCH_OBSERVABILITY_ADDON_VERSION = "v6.2.0-eksbuild.1"
 METRIC_NAMESPACE = "InferenceTiers/Disaggregated"
 DIMENSIONS = ("ClusterName", "Namespace", "Role")
 
@@ -324,11 +328,10 @@ class DisaggregatedMonitoring(Construct):
         roles: tuple[Role, Role] = ("prefill", "decode")
         widgets: list[cw.IWidget] = [
             cw.GraphWidget(
-                title="Time to first token (s, mean and max)",
+                title="Time to first token (s, mean; decode = what clients see)",
                 left=[
                     decode_ttft,
                     prefill_ttft,
-                    self.metric_time_to_first_token("decode", statistic="Maximum"),
                 ],
                 left_annotations=[cw.HorizontalAnnotation(value=ttft_alarm_seconds, label="alarm")],
             ),
@@ -336,7 +339,6 @@ class DisaggregatedMonitoring(Construct):
                 title="Inter-token latency (s, decode)",
                 left=[
                     self.metric_inter_token_latency(),
-                    self.metric_inter_token_latency(statistic="Maximum"),
                 ],
             ),
             cw.GraphWidget(
