@@ -194,7 +194,7 @@ def test_capacity_reservation_targets_the_odcr_on_demand_without_a_new_placement
 
 
 def _helm_chart(template: dict[str, Any], chart: str) -> dict[str, Any]:
-    charts = [
+    charts: list[dict[str, Any]] = [
         r["Properties"]
         for r in _resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
         if r["Properties"]["Chart"] == chart

@@ -280,7 +280,7 @@ class DisaggregatedStack(Stack):
             ttft_alarm_seconds=settings.ttft_alarm_seconds,
         )
         # The CloudWatch agent gets its IAM role through EKS Pod Identity.
-        self.monitoring.node.add_dependency(self.eks.addons["eks-pod-identity-agent"])
+        self.monitoring.addon.node.add_dependency(self.eks.addons["eks-pod-identity-agent"])
 
         CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
 
