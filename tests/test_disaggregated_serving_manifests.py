@@ -215,6 +215,8 @@ def test_efa_transport_environment() -> None:
     assert prefill["VLLM_MOONCAKE_BOOTSTRAP_PORT"]["value"] == str(BOOTSTRAP_PORT)
     assert "VLLM_MOONCAKE_BOOTSTRAP_PORT" not in env_of(container(make_spec(), "decode"))
     assert "HF_TOKEN" not in env_of(container(SPECS["p5en-tp4"], "prefill"))
+    dotted = env_of(container(make_spec(hf_token_secret_name="hf.token-2"), "decode"))
+    assert dotted["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "hf.token-2"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -438,6 +440,7 @@ def test_router_is_behind_an_internal_load_balancer() -> None:
         ({"namespace": "x" * 41}, r"namespace: got 'x{41}'"),
         ({"vllm_image": "a b"}, r"vllm_image: got 'a b'"),
         ({"hf_token_secret_name": "Hf Token"}, r"hf_token_secret_name: got 'Hf Token'"),
+        ({"hf_token_secret_name": "a." * 127 + "a"}, r"hf_token_secret_name: got 'a\.a\.a"),
         ({"gpu_node_labels": {}}, r"gpu_node_labels: got \{\}"),
         ({"gpu_node_labels": {"bad key!": "x"}}, r"gpu_node_labels: got"),
         ({"allowed_cidrs": []}, r"allowed_cidrs: got \[\]"),

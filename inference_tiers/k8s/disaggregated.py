@@ -46,6 +46,7 @@ KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
 MODEL_CACHE_PATH = "/models"
 
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -120,9 +121,11 @@ class DisaggregatedWorkloadSpec:
         for prop, value in (("vllm_image", self.vllm_image), ("router_image", self.router_image)):
             if not isinstance(value, str) or not value or any(c.isspace() for c in value):
                 raise _reject(prop, value, "a container image URI without spaces")
-        if self.hf_token_secret_name is not None and not _DNS_LABEL.fullmatch(self.hf_token_secret_name):
+        if self.hf_token_secret_name is not None and not _DNS_SUBDOMAIN.fullmatch(self.hf_token_secret_name):
             raise _reject(
-                "hf_token_secret_name", self.hf_token_secret_name, "a Secret name (DNS label) or None"
+                "hf_token_secret_name",
+                self.hf_token_secret_name,
+                "a Secret name (DNS subdomain, 1-253) or None",
             )
         if not self.gpu_node_labels or not all(
             isinstance(k, str)
