@@ -52,6 +52,13 @@ SYSTEM_NODE_COUNT = 2
 
 _EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 _AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
+# registry/repository with a tag or a digest: a pinned image, never an implicit :latest.
+_IMAGE_URI = optional(
+    text(
+        r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
+        description="an image URI with a tag or digest",
+    )
+)
 
 
 def _cidr(key: str, raw: object) -> str:
@@ -104,21 +111,11 @@ class DisaggregatedSettings:
         optional(integer(1024, 1_048_576)), "vLLM --max-model-len; null: the model's own context length"
     )
     image_uri: str | None = setting(
-        optional(
-            text(
-                r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
-                description="an image URI with a tag or digest",
-            )
-        ),
+        _IMAGE_URI,
         "vLLM + EFA + Mooncake image; null: the pinned tag built from assets/disaggregated/vllm in this account's ECR",
     )
     router_image_uri: str | None = setting(
-        optional(
-            text(
-                r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
-                description="an image URI with a tag or digest",
-            )
-        ),
+        _IMAGE_URI,
         "vllm-router image; null: the pinned tag built from assets/disaggregated/router in this account's ECR",
     )
     build_images: bool = setting(
