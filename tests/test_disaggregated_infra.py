@@ -9,13 +9,14 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.constructs.efa_node_group import EfaNodeGroup
 from inference_tiers.constructs.eks_cluster import EksCluster
 from inference_tiers.constructs.gpu_device_plugins import GpuDevicePlugins
 from inference_tiers.stacks.disaggregated import DisaggregatedSettings
-from tests.harness import TierBuild, build_tier, cdk_json_context
+from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors
 
 RESERVATION = "cr-0123456789abcdef0"
 AZS = '["us-east-1a", "us-east-1b"]'
@@ -191,6 +192,27 @@ def test_capacity_reservation_targets_the_odcr_on_demand_without_a_new_placement
     assert "InstanceMarketOptions" not in data
     assert _gpu_nodegroup(template)["CapacityType"] == "ON_DEMAND"
     assert _resources(template, "AWS::EC2::PlacementGroup") == {}
+
+
+def test_non_default_variant_passes_nag_and_cfn_lint() -> None:
+    build = build_tier(
+        "disaggregated",
+        **{
+            "disaggregated.instance_type": "p5en.48xlarge",
+            "disaggregated.capacity_mode": "capacity-block",
+            "disaggregated.capacity_reservation_id": RESERVATION,
+            "disaggregated.availability_zones": AZS,
+            "disaggregated.public_endpoint_cidrs": "203.0.113.0/24",
+            "disaggregated.admin_principal_arn": "arn:aws:iam::123456789012:role/Operators",
+        },
+    )
+    report = AwsSolutionsChecks().validate_scope(build.app)
+    assert report.success, [v.rule_name for v in report.violations]
+    assert cfn_lint_errors(_template(build)) == []
+    entries = _resources(_template(build), "AWS::EKS::AccessEntry")
+    assert "arn:aws:iam::123456789012:role/Operators" in [
+        e["Properties"]["PrincipalArn"] for e in entries.values()
+    ]
 
 
 def _helm_chart(template: dict[str, Any], chart: str) -> dict[str, Any]:
