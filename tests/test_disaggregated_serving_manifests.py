@@ -23,6 +23,7 @@ from inference_tiers.k8s.disaggregated import (
     kv_store_config,
     kv_transfer_config,
     render,
+    render_transfer_benchmark,
     router_args,
     vllm_serve_args,
 )
@@ -457,3 +458,25 @@ def test_router_is_behind_an_internal_load_balancer() -> None:
 def test_bad_input_is_rejected_with_prop_value_and_accepted(overrides: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         make_spec(**overrides)
+
+
+def test_transfer_benchmark_pods_mirror_the_vllm_pods_on_two_nodes() -> None:
+    spec = make_spec(instance_type="p5en.48xlarge")
+    target, initiator = render_transfer_benchmark(spec)
+    vllm = container(spec, "prefill")
+    for pod in (target, initiator):
+        assert kubernetes_validate.validate(pod, "1.35", strict=True) == "1.35"
+        [c] = pod["spec"]["containers"]
+        assert c["command"] == ["sleep", "infinity"] and c["image"] == spec.vllm_image
+        assert c["resources"] == vllm["resources"]
+        assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "16"
+        assert {e["name"] for e in c["env"]} == {"VLLM_HOST_IP", "FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA"}
+        [term] = pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert selector_matches(term["labelSelector"], target["metadata"]["labels"])
+        assert selector_matches(term["labelSelector"], initiator["metadata"]["labels"])
+    assert [p["metadata"]["name"] for p in (target, initiator)] == [
+        "vllm-pd-transfer-bench-target",
+        "vllm-pd-transfer-bench-initiator",
+    ]
+    assert all(m["kind"] != "Pod" for m in render(spec))  # not part of the deployed workload

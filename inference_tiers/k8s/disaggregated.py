@@ -321,16 +321,19 @@ def _http_probe(path: str, port: str, *, period: int, timeout: int, failures: in
     }
 
 
-def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [
+def _efa_env() -> list[dict[str, Any]]:
+    return [
         # Mooncake advertises this address to its peer; on a pod with 33 interfaces get_ip() can pick an
         # unreachable one (vllm#42023), so pin it to the pod IP.
         {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         # libfabric: use the EFA provider with device RDMA (hardware-offloaded one-sided writes).
         {"name": "FI_PROVIDER", "value": "efa"},
         {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
-        {"name": "HF_HOME", "value": f"{MODEL_CACHE_PATH}/hf"},
     ]
+
+
+def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role) -> list[dict[str, Any]]:
+    env = [*_efa_env(), {"name": "HF_HOME", "value": f"{MODEL_CACHE_PATH}/hf"}]
     if role == "prefill":
         env.append({"name": "VLLM_MOONCAKE_BOOTSTRAP_PORT", "value": str(BOOTSTRAP_PORT)})
     if spec.hf_token_secret_name is not None:
@@ -347,14 +350,60 @@ def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role) -> list[dict[str, Any
     return env
 
 
-def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
-    facts = spec.instance
+def _gpu_container(spec: DisaggregatedWorkloadSpec, name: str) -> dict[str, Any]:
+    """The parts every EFA GPU container shares: image, devices, memory, pinned-memory capability, /dev/shm."""
     resources = {
         "nvidia.com/gpu": str(spec.tp),
-        "vpc.amazonaws.com/efa": str(facts.efa_interfaces),
+        "vpc.amazonaws.com/efa": str(spec.instance.efa_interfaces),
         "hugepages-2Mi": HUGEPAGES_2MI,
         "memory": f"{spec.memory_gib}Gi",
     }
+    return {
+        "name": name,
+        "image": spec.vllm_image,
+        "resources": {"requests": {**resources, "cpu": str(spec.cpu)}, "limits": resources},
+        # Registering GPU memory with every EFA device pins it: IPC_LOCK lifts the locked-memory limit.
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"add": ["IPC_LOCK"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+
+
+def _gpu_pod_spec(
+    spec: DisaggregatedWorkloadSpec, container: dict[str, Any], *, exclusive_with: list[str]
+) -> dict[str, Any]:
+    """Pod spec on the EFA GPU nodes, never on a node that runs a pod of the ``exclusive_with`` components."""
+    return {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": {"node.kubernetes.io/instance-type": spec.instance.name, **spec.gpu_node_labels},
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {
+                            "matchExpressions": [
+                                {"key": "app.kubernetes.io/name", "operator": "In", "values": ["vllm"]},
+                                {"key": INSTANCE_LABEL, "operator": "In", "values": [spec.name]},
+                                {"key": COMPONENT_LABEL, "operator": "In", "values": exclusive_with},
+                            ]
+                        },
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+        "containers": [container],
+        # NCCL and vLLM's worker processes exchange tensors through /dev/shm; the container default is 64 MiB.
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{spec.shm_gib}Gi"}}],
+    }
+
+
+def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
     ports = [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}]
     annotations = {
         "prometheus.io/scrape": "true",
@@ -364,35 +413,12 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
     if role == "prefill":
         ports.append({"name": "bootstrap", "containerPort": BOOTSTRAP_PORT, "protocol": "TCP"})
         annotations[BOOTSTRAP_PORT_ANNOTATION] = str(BOOTSTRAP_PORT)
-    mounts: list[dict[str, Any]] = [
-        {"name": "dshm", "mountPath": "/dev/shm"},
-        {"name": "models", "mountPath": MODEL_CACHE_PATH},
-    ]
-    volumes: list[dict[str, Any]] = [
-        # NCCL and vLLM's worker processes exchange tensors through /dev/shm; the container default is 64 MiB.
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{spec.shm_gib}Gi"}},
-        # Model weights: on the node's NVMe RAID0 (kubelet's root lives there on the GPU nodes).
-        {"name": "models", "emptyDir": {}},
-    ]
-    if spec.enable_kv_store:
-        mounts.append({"name": "mooncake-config", "mountPath": "/etc/mooncake", "readOnly": True})
-        volumes.append(
-            {"name": "mooncake-config", "configMap": {"name": spec.resource_name("mooncake-config")}}
-        )
     container = {
-        "name": "vllm",
-        "image": spec.vllm_image,
+        **_gpu_container(spec, "vllm"),
         "command": ["vllm"],
         "args": vllm_serve_args(spec, role),
         "env": _vllm_env(spec, role),
         "ports": ports,
-        "resources": {"requests": {**resources, "cpu": str(spec.cpu)}, "limits": resources},
-        # Registering GPU memory with 32 EFA devices pins it: IPC_LOCK lifts the locked-memory limit.
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"add": ["IPC_LOCK"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
         # The API server answers only once the weights are loaded and the KV cache is registered with every
         # EFA device (minutes for a 70B model; 116 s for registration alone on p5, Mooncake #3219).
         "startupProbe": _http_probe(
@@ -400,8 +426,21 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
         ),
         "readinessProbe": _http_probe("/v1/models", "http", period=10, timeout=5, failures=3),
         "livenessProbe": _http_probe("/health", "http", period=30, timeout=10, failures=5),
-        "volumeMounts": mounts,
     }
+    # One vLLM pod per node across both roles: no same-host P/D transfer over EFA (no hardware loopback, and
+    # libfabric's SHM path segfaults on GPU buffers, libfabric#12328).
+    pod = _gpu_pod_spec(spec, container, exclusive_with=list(ROLES))
+    pod["terminationGracePeriodSeconds"] = 120
+    # Model weights: on the node's NVMe RAID0 (kubelet's root lives there on the GPU nodes).
+    container["volumeMounts"].append({"name": "models", "mountPath": MODEL_CACHE_PATH})
+    pod["volumes"].append({"name": "models", "emptyDir": {}})
+    if spec.enable_kv_store:
+        container["volumeMounts"].append(
+            {"name": "mooncake-config", "mountPath": "/etc/mooncake", "readOnly": True}
+        )
+        pod["volumes"].append(
+            {"name": "mooncake-config", "configMap": {"name": spec.resource_name("mooncake-config")}}
+        )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -411,49 +450,28 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
             "selector": {"matchLabels": spec.selector_labels(role)},
             # The node group is sized to the pools: a surge pod would only wait for a node.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
-            "template": {
-                "metadata": {"labels": spec.labels(role), "annotations": annotations},
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "terminationGracePeriodSeconds": 120,
-                    "nodeSelector": {
-                        "node.kubernetes.io/instance-type": facts.name,
-                        **spec.gpu_node_labels,
-                    },
-                    "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-                    # One vLLM pod per node across both roles: no same-host P/D transfer over EFA (no
-                    # hardware loopback, and libfabric's SHM path segfaults on GPU buffers, libfabric#12328).
-                    "affinity": {
-                        "podAntiAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "labelSelector": {
-                                        "matchExpressions": [
-                                            {
-                                                "key": "app.kubernetes.io/name",
-                                                "operator": "In",
-                                                "values": ["vllm"],
-                                            },
-                                            {"key": INSTANCE_LABEL, "operator": "In", "values": [spec.name]},
-                                            {
-                                                "key": COMPONENT_LABEL,
-                                                "operator": "In",
-                                                "values": list(ROLES),
-                                            },
-                                        ]
-                                    },
-                                    "topologyKey": "kubernetes.io/hostname",
-                                }
-                            ]
-                        }
-                    },
-                    "containers": [container],
-                    "volumes": volumes,
-                },
-            },
+            "template": {"metadata": {"labels": spec.labels(role), "annotations": annotations}, "spec": pod},
         },
     }
+
+
+def render_transfer_benchmark(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
+    """Two idle pods on two GPU nodes, with the vLLM pods' devices and EFA environment, for
+    ``transfer_engine_bench`` (scale the vLLM Deployments to 0 first: GPUs and EFA devices are exclusive).
+    Not applied by the construct; see docs/disaggregated.md."""
+    pods = []
+    for side in ("target", "initiator"):
+        container = {**_gpu_container(spec, "bench"), "command": ["sleep", "infinity"], "env": _efa_env()}
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": _metadata(spec, f"transfer-bench-{side}")
+                | {"labels": spec.labels("transfer-bench")},
+                "spec": _gpu_pod_spec(spec, container, exclusive_with=["transfer-bench"]),
+            }
+        )
+    return pods
 
 
 def _router_manifests(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
