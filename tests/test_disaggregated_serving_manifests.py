@@ -7,7 +7,13 @@ tests/data/disaggregated/ with an attribution line; the router test also runs th
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -382,6 +388,45 @@ def test_router_args_parse_and_build_a_router_with_the_pinned_wheel() -> None:
     assert Router.from_args(parsed) is not None
     with pytest.raises(SystemExit):  # the same parser rejects a flag 0.1.17 does not have
         parser.parse_args([*router_args(spec), "--pd-disaggregation"])
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_the_pinned_router_starts_with_the_rendered_arguments() -> None:
+    """Start the real vllm-router 0.1.17 on loopback with the rendered arguments (host/ports overridden last).
+
+    Outside a cluster its Kubernetes discovery cannot start, which it logs and survives; everything else
+    (P/D mode, Mooncake connector, policies, metrics server) is the configuration the pods will run.
+    """
+    port, metrics_port = _free_loopback_port(), _free_loopback_port()
+    args = [
+        *router_args(make_spec()),
+        *("--host", "127.0.0.1", "--port", str(port)),
+        *("--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    executable = Path(sys.executable).with_name("vllm-router")
+    process = subprocess.Popen([executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 15
+        health = None
+        while health is None and time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as response:
+                    health = response.status
+            except OSError:
+                time.sleep(0.2)
+        assert health == 200, f"router exited with {process.poll()} or never answered /health"
+    finally:
+        process.terminate()
+        log = process.communicate(timeout=10)[0].decode(errors="replace")
+    assert "VllmPDRouter instance created" in log
+    assert "Mooncake connector enabled" in log
 
 
 def test_router_rbac_allows_only_reading_pods_in_its_namespace() -> None:
