@@ -150,6 +150,13 @@ def test_kv_store_adds_master_service_and_config() -> None:
     assert config["protocol"] == "efa"
     assert config["master_server_address"] == "vllm-pd-mooncake-master.inference.svc:50051"
     assert ("Deployment", "vllm-pd-mooncake-master") not in by_kind_name(render(SPECS["default"]))
+    master = objects[("Deployment", "vllm-pd-mooncake-master")]["spec"]["template"]["spec"]
+    assert master["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "p5.48xlarge",
+        "inference-tiers/node-pool": "gpu-efa",
+    }
+    assert master["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "nvidia.com/gpu" not in master["containers"][0]["resources"]["limits"]
 
 
 # ---------------------------------------------------------------------------------------------------------

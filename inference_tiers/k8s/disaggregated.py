@@ -590,6 +590,13 @@ def _kv_store_manifests(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
                 "spec": {
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
+                    # On a GPU node, next to a vLLM pod: the image (tens of GB) is already there and the NVMe
+                    # RAID0 holds it; the small system nodes' root volumes would not. It needs no GPU or EFA.
+                    "nodeSelector": {
+                        "node.kubernetes.io/instance-type": spec.instance.name,
+                        **spec.gpu_node_labels,
+                    },
+                    "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
                     "containers": [
                         {
                             "name": "master",
