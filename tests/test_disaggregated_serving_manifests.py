@@ -498,6 +498,13 @@ def test_router_is_behind_an_internal_load_balancer() -> None:
         ({"gpu_node_labels": {"bad key!": "x"}}, r"gpu_node_labels: got"),
         ({"allowed_cidrs": []}, r"allowed_cidrs: got \[\]"),
         (
+            {"extra_env": {"FI_PROVIDER": "tcp"}},
+            r"extra_env: got \{'FI_PROVIDER': 'tcp'\}; expected .*none of",
+        ),
+        ({"extra_env": {"HF_TOKEN": "x"}}, r"extra_env: got"),
+        ({"extra_env": {"1BAD": "x"}}, r"extra_env: got \{'1BAD'"),
+        ({"extra_env": {"MC_MAX_CONCURRENT_REG_MR": 16}}, r"extra_env: got"),
+        (
             {"enable_kv_store": True, "kv_store_segment_gib_per_rank": 200},
             r"kv_store_segment_gib_per_rank: got 200; expected at most 96 GiB per rank",
         ),
@@ -532,3 +539,12 @@ def test_transfer_benchmark_pods_mirror_the_vllm_pods_on_two_nodes() -> None:
         "vllm-pd-transfer-bench-initiator",
     ]
     assert all(m["kind"] != "Pod" for m in render(spec))  # not part of the deployed workload
+
+
+def test_extra_env_reaches_both_vllm_roles_after_the_managed_variables() -> None:
+    spec = make_spec(extra_env={"MC_EFA_NIC_SELECTION": "local", "MC_MAX_CONCURRENT_REG_MR": "16"})
+    for role in ("prefill", "decode"):
+        names = [e["name"] for e in container(spec, role)["env"]]
+        assert names[-2:] == ["MC_EFA_NIC_SELECTION", "MC_MAX_CONCURRENT_REG_MR"]
+        assert env_of(container(spec, role))["MC_EFA_NIC_SELECTION"]["value"] == "local"
+    assert "MC_EFA_NIC_SELECTION" not in env_of(container(make_spec(), "prefill"))

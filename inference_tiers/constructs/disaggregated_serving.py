@@ -66,6 +66,8 @@ class DisaggregatedServing(Construct):
     :param router_replicas: router pods, 1-10. Default 1.
     :param allowed_cidrs: clients the internal load balancer admits. Default: the cluster VPC's CIDR.
     :param startup_timeout_minutes: how long a vLLM pod may take to start, 10-240. Default 60.
+    :param extra_env: more environment for the vLLM pods (for example ``MC_EFA_NIC_SELECTION=local`` to register
+        GPU memory only on each GPU's local EFA devices). Default: none.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class DisaggregatedServing(Construct):
         router_replicas: int = 1,
         allowed_cidrs: Sequence[str] | None = None,
         startup_timeout_minutes: int = 60,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if cluster.kubectl_provider is None:
@@ -143,6 +146,7 @@ class DisaggregatedServing(Construct):
             if allowed_cidrs is not None
             else (cluster.vpc.vpc_cidr_block,),
             startup_timeout_minutes=startup_timeout_minutes,
+            extra_env=dict(extra_env or {}),
         )
         self.cluster = cluster
         self.vllm_image_uri = vllm_image

@@ -47,6 +47,7 @@ MODEL_CACHE_PATH = "/models"
 
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -91,6 +92,9 @@ class DisaggregatedWorkloadSpec:
     """Client CIDRs the internal load balancer admits (loadBalancerSourceRanges)."""
     startup_timeout_minutes: int = 60
     """How long a vLLM pod may take to download, load, compile and register its KV cache with EFA."""
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    """More environment for the vLLM pods, e.g. Mooncake's registration tuning on p5
+    (``MC_EFA_NIC_SELECTION=local``, ``MC_MAX_CONCURRENT_REG_MR=16``). Cannot replace the variables set here."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model_id, str) or not self.model_id.strip() or len(self.model_id) > 512:
@@ -139,6 +143,17 @@ class DisaggregatedWorkloadSpec:
             )
         if isinstance(self.allowed_cidrs, str) or not self.allowed_cidrs:
             raise _reject("allowed_cidrs", self.allowed_cidrs, "a non-empty list of CIDR blocks")
+        managed = {e["name"] for role in ROLES for e in _vllm_env(self, role, extra=False)}
+        managed |= {"MOONCAKE_CONFIG_PATH", "HF_TOKEN"}
+        if not isinstance(self.extra_env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and k not in managed
+            for k, v in self.extra_env.items()
+        ):
+            raise _reject(
+                "extra_env",
+                self.extra_env,
+                f"a map of environment variable names to strings, none of {sorted(managed)}",
+            )
         if self.enable_kv_store:
             _check_range("kv_store_segment_gib_per_rank", self.kv_store_segment_gib_per_rank, 1, 1024)
             pool = self.kv_store_segment_gib_per_rank * self.tp
@@ -332,7 +347,7 @@ def _efa_env() -> list[dict[str, Any]]:
     ]
 
 
-def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role) -> list[dict[str, Any]]:
+def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role, *, extra: bool = True) -> list[dict[str, Any]]:
     env = [*_efa_env(), {"name": "HF_HOME", "value": f"{MODEL_CACHE_PATH}/hf"}]
     if role == "prefill":
         env.append({"name": "VLLM_MOONCAKE_BOOTSTRAP_PORT", "value": str(BOOTSTRAP_PORT)})
@@ -347,6 +362,8 @@ def _vllm_env(spec: DisaggregatedWorkloadSpec, role: Role) -> list[dict[str, Any
         )
     if spec.enable_kv_store:
         env.append({"name": "MOONCAKE_CONFIG_PATH", "value": KV_STORE_CONFIG_PATH})
+    if extra:
+        env += [{"name": k, "value": v} for k, v in sorted(spec.extra_env.items())]
     return env
 
 
