@@ -1,6 +1,9 @@
 """Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``."""
 
 from inference_tiers.constructs.bedrock_monitoring import BedrockMonitoring
+from inference_tiers.constructs.disaggregated_monitoring import DisaggregatedMonitoring
+from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
+from inference_tiers.constructs.eks_cluster import AddonVersions, EksCluster
 from inference_tiers.constructs.guardrail import (
     AutomatedReasoning,
     ContentFilter,
@@ -36,6 +39,7 @@ from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
 
 __all__ = [
+    "AddonVersions",
     "AlarmThresholds",
     "ApplicationInferenceProfile",
     "ApplicationProfile",
@@ -46,6 +50,9 @@ __all__ = [
     "ContextualGrounding",
     "CrossRegionProfile",
     "DeniedTopic",
+    "DisaggregatedMonitoring",
+    "DisaggregatedServing",
+    "EksCluster",
     "EndpointMetrics",
     "FilterStrength",
     "FoundationModel",

@@ -1,0 +1,297 @@
+"""Tier ``disaggregated``: EKS + EFA GPU nodes in a cluster placement group, prefill/decode disaggregated vLLM.
+
+One stack, ``InferenceTiers-Disaggregated``: a VPC (private subnets, flow logs), the ``EksCluster`` base, one
+``EfaNodeGroup`` sized for prefill + decode nodes (one vLLM instance per node) in the first AZ, the EFA and
+NVIDIA device plugins, the ``DisaggregatedServing`` workload (vLLM prefill/decode over Mooncake, vllm-router
+behind an internal NLB) and ``DisaggregatedMonitoring`` (Container Insights, dashboard, alarms).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from aws_cdk import Aws, CfnOutput, Stack
+from constructs import Construct
+
+from inference_tiers.config import (
+    AccountRequirements,
+    ConfigError,
+    InstanceNeed,
+    TierSpec,
+    boolean,
+    choice,
+    integer,
+    items,
+    number,
+    optional,
+    setting,
+    text,
+)
+from inference_tiers.constructs.disaggregated_monitoring import DisaggregatedMonitoring
+from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
+from inference_tiers.constructs.efa_node_group import (
+    CAPACITY_MODES,
+    EFA_NODE_POOL,
+    CapacityMode,
+    EfaNodeGroup,
+)
+from inference_tiers.constructs.eks_cluster import (
+    KUBERNETES_VERSION,
+    EksCluster,
+    as_cluster_ref,
+    create_private_vpc,
+)
+from inference_tiers.constructs.gpu_device_plugins import GpuDevicePlugins
+from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from inference_tiers.tier import Tier
+
+STACK_NAME = "InferenceTiers-Disaggregated"
+SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
+SYSTEM_NODE_COUNT = 2
+
+_EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
+_AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
+# registry/repository with a tag or a digest: a pinned image, never an implicit :latest.
+_IMAGE_URI = optional(
+    text(
+        r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
+        description="an image URI with a tag or digest",
+    )
+)
+
+
+def _cidr(key: str, raw: object) -> str:
+    accepted = "an IPv4 CIDR block such as 203.0.113.0/24"
+    if not isinstance(raw, str):
+        raise ConfigError(key, raw, accepted)
+    try:
+        ipaddress.IPv4Network(raw)
+    except ValueError:
+        raise ConfigError(key, raw, accepted) from None
+    return raw
+
+
+@dataclass(frozen=True)
+class DisaggregatedSettings:
+    """Settings of the ``disaggregated`` tier (context keys ``disaggregated.<field>``; defaults in cdk.json)."""
+
+    model_id: str = setting(
+        text(r"[A-Za-z0-9][\w.-]*/[\w.-]+", description="a Hugging Face model id (org/name)", max_length=200),
+        "Hugging Face model id served by both the prefill and the decode pools",
+    )
+    instance_type: str = setting(
+        choice(*_EFA_INSTANCE_TYPES), "EC2 GPU instance type with EFA for the prefill and decode nodes"
+    )
+    prefill_nodes: int = setting(
+        integer(1, 32), "prefill nodes, one vLLM prefill instance (kv_producer) each"
+    )
+    decode_nodes: int = setting(integer(1, 32), "decode nodes, one vLLM decode instance (kv_consumer) each")
+    tensor_parallel_size: int | None = setting(
+        optional(integer(1, 64)), "vLLM tensor parallelism per instance; null: every GPU of the node"
+    )
+    capacity_mode: CapacityMode = setting(
+        choice(*CAPACITY_MODES), "on-demand, capacity-reservation (targeted ODCR) or capacity-block"
+    )
+    capacity_reservation_id: str | None = setting(
+        optional(text(r"cr-[0-9a-f]{8}([0-9a-f]{9})?", description="a capacity reservation id (cr-...)")),
+        "ODCR or Capacity Block reservation id; required unless capacity_mode is on-demand",
+    )
+    availability_zones: tuple[str, ...] | None = setting(
+        optional(
+            items(
+                text(_AZ_NAME, description="an availability zone name such as us-east-1a"),
+                min_items=2,
+                max_items=2,
+            )
+        ),
+        "two AZ names for the VPC; the GPU nodes go to the first (the reservation's AZ); null: the region's first two",
+    )
+    max_model_len: int | None = setting(
+        optional(integer(1024, 1_048_576)), "vLLM --max-model-len; null: the model's own context length"
+    )
+    image_uri: str | None = setting(
+        _IMAGE_URI,
+        "vLLM + EFA + Mooncake image; null: the pinned tag built from assets/disaggregated/vllm in this account's ECR",
+    )
+    router_image_uri: str | None = setting(
+        _IMAGE_URI,
+        "vllm-router image; null: the pinned tag built from assets/disaggregated/router in this account's ECR",
+    )
+    build_images: bool = setting(
+        boolean(),
+        "build both images from assets/disaggregated at deploy time (needs Docker) instead of the URIs",
+    )
+    enable_kv_store: bool = setting(
+        boolean(),
+        "add mooncake_master and the shared KV pool (MooncakeStoreConnector through MultiConnector)",
+    )
+    hf_token_secret_name: str | None = setting(
+        optional(text(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", description="a Kubernetes Secret name")),
+        "Kubernetes Secret (key token) in the workload namespace with a Hugging Face token; null: public model",
+    )
+    ttft_alarm_seconds: float = setting(
+        number(0.05, 600), "alarm when the mean decode time to first token exceeds this"
+    )
+    admin_principal_arn: str | None = setting(
+        optional(
+            text(
+                r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+",
+                description="an IAM role or user ARN",
+            )
+        ),
+        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
+    )
+    public_endpoint_cidrs: tuple[str, ...] = setting(
+        items(_cidr, max_items=40),
+        "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
+    )
+
+    def __post_init__(self) -> None:
+        gpus = self.instance.gpus
+        if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
+            raise ConfigError(
+                "disaggregated.tensor_parallel_size",
+                self.tensor_parallel_size,
+                f"at most {gpus}, the GPUs of one {self.instance_type} (or null for all of them)",
+            )
+        if self.tensor_parallel_size is not None and gpus % self.tensor_parallel_size:
+            raise ConfigError(
+                "disaggregated.tensor_parallel_size",
+                self.tensor_parallel_size,
+                f"a divisor of {gpus}, the GPUs of one {self.instance_type}",
+            )
+        if self.capacity_mode != "on-demand" and self.capacity_reservation_id is None:
+            raise ConfigError(
+                "disaggregated.capacity_reservation_id",
+                None,
+                f"a reservation id (cr-...) because disaggregated.capacity_mode is {self.capacity_mode}",
+            )
+        if self.capacity_mode == "on-demand" and self.capacity_reservation_id is not None:
+            raise ConfigError(
+                "disaggregated.capacity_reservation_id",
+                self.capacity_reservation_id,
+                "null when disaggregated.capacity_mode is on-demand (or set capacity_mode to "
+                "capacity-reservation or capacity-block)",
+            )
+        if self.capacity_mode != "on-demand" and self.availability_zones is None:
+            raise ConfigError(
+                "disaggregated.availability_zones",
+                None,
+                "two AZ names, the reservation's AZ first: a reservation only serves instances in its own AZ",
+            )
+        if self.build_images and (self.image_uri or self.router_image_uri):
+            raise ConfigError(
+                "disaggregated.build_images",
+                self.build_images,
+                "false when disaggregated.image_uri or disaggregated.router_image_uri is set (build or pull, not both)",
+            )
+        if self.availability_zones is not None and len(set(self.availability_zones)) != 2:
+            raise ConfigError(
+                "disaggregated.availability_zones", list(self.availability_zones), "two different AZ names"
+            )
+
+    @property
+    def instance(self) -> GpuInstanceType:
+        return GPU_INSTANCE_TYPES[self.instance_type]
+
+    @property
+    def gpu_nodes(self) -> int:
+        return self.prefill_nodes + self.decode_nodes
+
+    @property
+    def tensor_parallel(self) -> int:
+        """Tensor parallelism per vLLM instance: the setting, or every GPU of the node."""
+        return self.tensor_parallel_size or self.instance.gpus
+
+    def account_requirements(self) -> AccountRequirements:
+        return AccountRequirements(
+            instances=(
+                InstanceNeed("ec2", self.instance_type, self.gpu_nodes),
+                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+            ),
+            kubernetes_version=KUBERNETES_VERSION,
+            capacity_reservation_ids=(self.capacity_reservation_id,) if self.capacity_reservation_id else (),
+        )
+
+
+class DisaggregatedStack(Stack):
+    """EKS cluster, EFA GPU node group and device plugins for prefill/decode disaggregated serving."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DisaggregatedSettings) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="inference-tiers disaggregated: EKS + EFA GPU nodes, vLLM prefill/decode over Mooncake",
+        )
+        self.settings = settings
+        self.vpc = create_private_vpc(self, "Vpc", availability_zones=settings.availability_zones)
+        self.eks = EksCluster(
+            self,
+            "Eks",
+            vpc=self.vpc,
+            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
+            system_node_count=SYSTEM_NODE_COUNT,
+        )
+        cluster = self.eks.cluster
+        self.gpu_nodes = EfaNodeGroup(
+            self,
+            "GpuNodes",
+            cluster=cluster,
+            # One subnet in one AZ: the first private subnet (the reservation's AZ when one is configured).
+            subnet=self.vpc.private_subnets[0],
+            instance_type=settings.instance_type,
+            node_count=settings.gpu_nodes,
+            capacity_mode=settings.capacity_mode,
+            capacity_reservation_id=settings.capacity_reservation_id,
+            node_role=self.eks.node_role,
+        )
+        self.device_plugins = GpuDevicePlugins(self, "DevicePlugins", cluster=cluster)
+
+        self.serving = DisaggregatedServing(
+            self,
+            "Serving",
+            cluster=as_cluster_ref(cluster),
+            model_id=settings.model_id,
+            instance_type=settings.instance_type,
+            prefill_replicas=settings.prefill_nodes,
+            decode_replicas=settings.decode_nodes,
+            tensor_parallel_size=settings.tensor_parallel,
+            max_model_len=settings.max_model_len,
+            image_uri=settings.image_uri,
+            router_image_uri=settings.router_image_uri,
+            build_images=settings.build_images,
+            enable_kv_store=settings.enable_kv_store,
+            hf_token_secret_name=settings.hf_token_secret_name,
+            gpu_node_labels={"inference-tiers/node-pool": EFA_NODE_POOL},
+        )
+        # The pods request nvidia.com/gpu and vpc.amazonaws.com/efa, which only the device plugins advertise.
+        self.serving.node.add_dependency(self.device_plugins)
+        self.monitoring = DisaggregatedMonitoring(
+            self,
+            "Monitoring",
+            cluster=as_cluster_ref(cluster),
+            serving=self.serving,
+            ttft_alarm_seconds=settings.ttft_alarm_seconds,
+        )
+        # The CloudWatch agent gets its IAM role through EKS Pod Identity.
+        self.monitoring.addon.node.add_dependency(self.eks.addons["eks-pod-identity-agent"])
+
+        CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
+
+        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
+        CfnOutput(
+            self,
+            "KubeconfigCommand",
+            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
+        )
+        CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
+
+
+def build(app: Construct, settings: DisaggregatedSettings) -> list[Stack]:
+    return [DisaggregatedStack(app, STACK_NAME, settings=settings)]
+
+
+TIER = Tier(spec=TierSpec("disaggregated", DisaggregatedSettings), build=build)
