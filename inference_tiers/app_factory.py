@@ -22,7 +22,9 @@ class Tier:
 
 def _available_tiers() -> dict[str, Tier]:
     # Each tier module defines TIER; add a tier here, in TIER_ORDER, when its stack lands.
-    tiers: tuple[Tier, ...] = ()
+    from inference_tiers.stacks import hyperpod
+
+    tiers: tuple[Tier, ...] = (hyperpod.TIER,)
     return {tier.spec.name: tier for tier in tiers}
 
 

@@ -1,0 +1,1 @@
+"""Pure renderers of Kubernetes manifests (plain dicts, no CDK), tested against the real schemas."""
