@@ -241,7 +241,8 @@ class HyperPodStack(Stack):
             security_groups=[self.network.security_group],
             instance_groups=[group],
             dependency_chart=self.dependency_chart,
-            wait_for=list(self.eks.addons.values()),
+            # Core add-ons, and the HyperPod subnet's route and S3 endpoint (nodes fetch scripts on boot).
+            wait_for=[*self.eks.addons.values(), self.network],
             access_logs_bucket=self.access_logs,
         )
         self.observability = (
