@@ -363,23 +363,27 @@ class HyperPodCluster(Construct):
         )
 
     def _node_barrier(self, timeout: Duration) -> CustomResource:
-        handler_props = {
-            "runtime": lambda_.Runtime.PYTHON_3_14,
-            "code": lambda_.Code.from_asset(str(ASSETS / "node_barrier")),
-            "timeout": Duration.minutes(1),
-            "memory_size": 256,
-        }
         log_group = logs.LogGroup(
             self,
             "NodeBarrierLogs",
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        on_event = lambda_.Function(
-            self, "NodeBarrierOnEvent", handler="index.on_event", log_group=log_group, **handler_props
-        )
-        is_complete = lambda_.Function(
-            self, "NodeBarrierIsComplete", handler="index.is_complete", log_group=log_group, **handler_props
+        on_event, is_complete = (
+            lambda_.Function(
+                self,
+                construct_id,
+                handler=f"index.{handler}",
+                runtime=lambda_.Runtime.PYTHON_3_14,
+                code=lambda_.Code.from_asset(str(ASSETS / "node_barrier")),
+                timeout=Duration.minutes(1),
+                memory_size=256,
+                log_group=log_group,
+            )
+            for construct_id, handler in (
+                ("NodeBarrierOnEvent", "on_event"),
+                ("NodeBarrierIsComplete", "is_complete"),
+            )
         )
         is_complete.add_to_role_policy(
             iam.PolicyStatement(actions=["sagemaker:ListClusterNodes"], resources=[self.cluster_arn])

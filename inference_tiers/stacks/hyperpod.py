@@ -32,7 +32,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster
+from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, as_cluster_ref
 from inference_tiers.constructs.hyperpod_cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
@@ -227,7 +227,7 @@ class HyperPodStack(Stack):
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
         )
-        cluster = self.eks.cluster
+        cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
 
         self.dependency_chart = HyperPodDependencyChart(
