@@ -351,6 +351,8 @@ def test_outputs(template: dict[str, Any]) -> None:
     assert template["Outputs"]["SageMakerEndpointName"]["Value"] == "llama-3-1-8b-instruct"
     invoke = resolve_join(template["Outputs"]["InvokeUrl"]["Value"], "x")
     assert invoke == "https://runtime.sagemaker.x.x/endpoints/llama-3-1-8b-instruct/invocations"
+    dashboard = resolve_join(template["Outputs"]["DashboardUrl"]["Value"], "r")
+    assert dashboard == "https://r.console.aws.amazon.com/cloudwatch/home?region=r#dashboards:name=r"
 
 
 def test_missing_chart_blocks_deployment_but_not_synth(template: dict[str, Any]) -> None:

@@ -428,7 +428,7 @@ class HyperPodCluster(Construct):
                 sid="ListLifecycleScripts",
                 actions=["s3:ListBucket"],
                 resources=[self.lifecycle_bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{LIFECYCLE_PREFIX}/*"]}},
+                conditions={"StringLike": {"s3:prefix": [LIFECYCLE_PREFIX, f"{LIFECYCLE_PREFIX}/*"]}},
             )
         )
         self.execution_role.add_to_policy(

@@ -419,7 +419,7 @@ class HyperPodStack(Stack):
         CfnOutput(
             self,
             "DashboardUrl",
-            value=f"https://{Aws.REGION}.console.{Aws.URL_SUFFIX}/cloudwatch/home?region={Aws.REGION}"
+            value=f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
             f"#dashboards:name={dashboard.dashboard_name}",
         )
         if settings.endpoint_name is not None:
