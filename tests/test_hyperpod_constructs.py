@@ -207,5 +207,13 @@ def test_network_security_group_is_connectable() -> None:
     stack = cdk.Stack(cdk.App(), "Net")
     network = HyperPodNetwork(stack, "Network", availability_zone_id="use1-az4")
     assert isinstance(network.security_group, ec2.SecurityGroup)
+    peer = ec2.SecurityGroup(stack, "Client", vpc=network.vpc)
+    network.connections.allow_from(peer, ec2.Port.tcp(8000))
     template = Template.from_stack(stack).to_json()
     assert len(logical_ids(template, "AWS::EC2::SecurityGroupEgress")) == 1
+    ingress = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+    ]
+    assert any(i["IpProtocol"] == "tcp" and i["FromPort"] == 8000 for i in ingress)

@@ -150,7 +150,7 @@ def test_model_manifest_validates_against_the_crd(template: dict[str, Any]) -> N
 
 def test_operator_role_name_and_trust(template: dict[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
-    role = config["executionRoleArn"]["Fn::GetAtt"][0]
+    role = config["executionRoleArn"].removeprefix("${").removesuffix(".Arn}")
     properties = _resource(template, role)["Properties"]
     assert properties["RoleName"].startswith("SageMakerHyperPodInference")
     assert len(properties["RoleName"]) <= 64
@@ -172,7 +172,7 @@ def _cfn_json_values(template: dict[str, Any], role: str) -> str:
 
 def test_tls_bucket_name(template: dict[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
-    bucket = config["tlsCertificateS3Bucket"]["Ref"]
+    bucket = config["tlsCertificateS3Bucket"].removeprefix("${").removesuffix("}")
     name = resolve_join(_resource(template, bucket)["Properties"]["BucketName"], placeholder="")
     assert name.startswith("hyperpod-tls-")
     # with a 12-digit account and the longest region names the name stays within S3's 63 characters
@@ -183,9 +183,12 @@ def test_tls_bucket_name(template: dict[str, Any]) -> None:
 
 def test_inference_addon_configuration(template: dict[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
-    assert config["hyperpodClusterArn"] == {"Fn::GetAtt": [_hyperpod(template), "ClusterArn"]}
-    assert config["alb"]["enabled"] is True and "Fn::GetAtt" in config["alb"]["serviceAccount"]["roleArn"]
-    assert "Fn::GetAtt" in config["keda"]["auth"]["aws"]["irsa"]["roleArn"]
+    assert config["hyperpodClusterArn"] == "${" + _hyperpod(template) + ".ClusterArn}"
+    alb_role = config["alb"]["serviceAccount"]["roleArn"].removeprefix("${").removesuffix(".Arn}")
+    keda_role = config["keda"]["auth"]["aws"]["irsa"]["roleArn"].removeprefix("${").removesuffix(".Arn}")
+    assert config["alb"]["enabled"] is True and config["keda"]["enabled"] is True
+    assert "hyperpod-inference-system:aws-load-balancer-controller" in _cfn_json_values(template, alb_role)
+    assert "hyperpod-inference-system:keda-operator" in _cfn_json_values(template, keda_role)
     for name, role_subject in (
         ("aws-mountpoint-s3-csi-driver", "kube-system:s3-csi-driver-sa"),
         ("aws-fsx-csi-driver", "kube-system:fsx-csi-controller-sa"),
@@ -205,16 +208,20 @@ def test_inference_addon_configuration(template: dict[str, Any]) -> None:
 
 
 def _addon_config(template: dict[str, Any], name: str) -> dict[str, Any]:
-    """An add-on's configurationValues with CloudFormation references kept as JSON objects."""
+    """An add-on's configurationValues; references appear as ``${LogicalId}`` / ``${LogicalId.Attribute}``."""
     raw = _resource(template, _addon(template, name))["Properties"]["ConfigurationValues"]
-    if isinstance(raw, str):
-        result: dict[str, Any] = json.loads(raw)
-        return result
-    separator, parts = raw["Fn::Join"]
-    text = separator.join(p if isinstance(p, str) else "@@" + json.dumps(p) + "@@" for p in parts)
-    text = text.replace('"@@', "").replace('@@"', "")
-    result = json.loads(text)
+    if not isinstance(raw, str):
+        separator, parts = raw["Fn::Join"]
+        raw = separator.join(p if isinstance(p, str) else _token(p) for p in parts)
+    result: dict[str, Any] = json.loads(raw)
     return result
+
+
+def _token(reference: dict[str, Any]) -> str:
+    if "Ref" in reference:
+        return "${" + reference["Ref"] + "}"
+    logical_id, attribute = reference["Fn::GetAtt"]
+    return "${" + f"{logical_id}.{attribute}" + "}"
 
 
 # ---- network and EKS ----------------------------------------------------------------------------------------
@@ -457,3 +464,36 @@ def test_account_requirements(tier_build: Callable[[str], TierBuild]) -> None:
     assert (need.service, need.instance_type, need.count) == ("sagemaker-hyperpod", "ml.g5.48xlarge", 2)
     assert requirements.kubernetes_version == "1.35"
     assert requirements.availability_zone_ids == ("usw2-az2",)
+
+
+def test_grafana_imported_bucket_variant_is_clean() -> None:
+    from cdk_nag import AwsSolutionsChecks
+
+    from tests.harness import cfn_lint_errors
+
+    build = build_tier(
+        "hyperpod",
+        **{
+            "hyperpod.model_bucket_name": "my-weights",
+            "hyperpod.grafana": True,
+            "hyperpod.scaling_metric": "prometheus",
+            "hyperpod.endpoint_name": "",
+        },
+    )
+    report = AwsSolutionsChecks().validate_scope(build.app)
+    assert report.success, [v.rule_name for v in report.violations]
+    template = build.template().to_json()
+    assert cfn_lint_errors(template) == []
+    workspace = only(logical_ids(template, "AWS::Grafana::Workspace"))
+    assert _resource(template, workspace)["Properties"]["AuthenticationProviders"] == ["AWS_SSO"]
+    assert "amgWorkspace" in _addon_config(template, "amazon-sagemaker-hyperpod-observability")
+    (document,) = manifest_documents(template)
+    assert document["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-weights"
+    s3_csi = json.dumps(
+        [
+            _resource(template, p)["Properties"]
+            for p in logical_ids(template, "AWS::IAM::Policy")
+            if "S3Csi" in p
+        ]
+    )
+    assert ":s3:::my-weights/*" in s3_csi and "kms:Decrypt" not in s3_csi

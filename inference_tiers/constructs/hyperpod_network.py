@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 
+import jsii
 from aws_cdk import CfnTag, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
@@ -35,6 +36,7 @@ def hyperpod_ips_per_instance(instance_type: str) -> int:
     return 50 + network_cards - 1
 
 
+@jsii.implements(ec2.IConnectable)
 class HyperPodNetwork(Construct):
     """VPC, HyperPod subnet, S3 gateway endpoint, load-balancer subnet tags and the EFA security group.
 
@@ -159,6 +161,11 @@ class HyperPodNetwork(Construct):
             destination_security_group_id=self.security_group.security_group_id,
             description="EFA traffic to the group itself",
         )
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The HyperPod nodes' security group, e.g. ``network.connections.allow_from(peer, port)``."""
+        return self.security_group.connections
 
 
 def _tag_subnet(subnet: ec2.ISubnet, key: str) -> None:
