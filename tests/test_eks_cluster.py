@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.constructs.eks_cluster import (
@@ -86,6 +86,7 @@ def test_admin_principal_and_kubectl_role_get_cluster_admin_access_entries(
         (policy,) = entry["Properties"]["AccessPolicies"]
         assert policy["AccessScope"] == {"Type": "cluster"}
         assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
+    assert Annotations.from_stack(cdk.Stack.of(cluster)).find_warning("*", Match.any_value()) == []
     assert cluster.kubectl_role is not None
     stack = cdk.Stack.of(cluster)
     kubectl_role_arn = stack.resolve(cluster.kubectl_role.role_arn)
@@ -189,6 +190,10 @@ def test_existing_vpc_and_public_endpoint_cidrs() -> None:
     template = Template.from_stack(stack)
     assert cluster.vpc is vpc
     assert len(_resources(template, "AWS::EC2::VPC")) == 1
+    # Without an admin principal nobody but the kubectl provider can use the API: say so at synth time.
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Eks", Match.string_like_regexp("no admin_principal_arns: only the kubectl provider")
+    )
     template.has_resource_properties(
         "AWS::EKS::Cluster",
         {

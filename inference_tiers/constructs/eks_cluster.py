@@ -14,8 +14,9 @@ What it creates, and why each default is what it is:
   rotated, retained KMS key.
 - EKS-managed add-ons with pinned versions: vpc-cni (>= 1.18.5 is needed for ``efa-only`` interfaces),
   kube-proxy, coredns, eks-pod-identity-agent (workload IAM goes through EKS Pod Identity, not node roles).
-- A small on-demand AL2023 x86 system node group for cluster services (coredns, device-plugin controllers,
-  routers), with IMDSv2 required at hop limit 1 and an encrypted root volume.
+- A small on-demand AL2023 x86 system node group (untainted, label ``inference-tiers/node-pool=system``) for
+  cluster services such as coredns, routers and controllers, with IMDSv2 required at hop limit 1 and an
+  encrypted root volume.
 - A VPC (two AZs, private subnets behind NAT, flow logs) when none is passed in.
 """
 
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from aws_cdk import CfnElement, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, CfnElement, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -140,12 +141,19 @@ def create_node_role(scope: Construct, construct_id: str) -> iam.Role:
     return role
 
 
-def create_private_vpc(scope: Construct, construct_id: str, *, max_azs: int = 2) -> ec2.Vpc:
-    """A VPC for EKS: public subnets only for NAT, private subnets with egress, retained flow logs."""
+def create_private_vpc(
+    scope: Construct, construct_id: str, *, availability_zones: Sequence[str] | None = None
+) -> ec2.Vpc:
+    """A VPC for EKS: public subnets only for NAT, private subnets with egress, retained flow logs.
+
+    ``availability_zones``: the AZ names to use, in order. Default: the region's first two.
+    """
+    zones = list(availability_zones) if availability_zones else None
     vpc = ec2.Vpc(
         scope,
         construct_id,
-        max_azs=max_azs,
+        availability_zones=zones,
+        max_azs=None if zones else 2,
         subnet_configuration=[
             ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
             # /18: VPC CNI gives every pod a VPC address; p5 nodes with warm ENIs use hundreds.
@@ -265,6 +273,12 @@ class EksCluster(Construct):
         self.kubectl_role: iam.IRole | None = getattr(provider, "role", None)
         for index, arn in enumerate(admin_principal_arns):
             self.cluster.grant_cluster_admin(f"Admin{index}", arn)
+        if not admin_principal_arns:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:eksNoAdminPrincipal",
+                "no admin_principal_arns: only the kubectl provider can use the Kubernetes API of this cluster; "
+                "pass your operator role's ARN to run kubectl",
+            )
 
         self.addons = self._add_addons(addon_versions)
 
