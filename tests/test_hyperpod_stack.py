@@ -276,11 +276,23 @@ def test_load_balancer_subnet_tags(template: dict[str, Any]) -> None:
     assert len(private) == 2 and all(t["kubernetes.io/role/internal-elb"] == "1" for t in private)
 
 
+def test_public_endpoint_is_opt_in() -> None:
+    build = build_tier("hyperpod", **{"hyperpod.public_endpoint_cidrs": "203.0.113.0/24"})
+    template = build.template().to_json()
+    vpc_config = _resource(template, only(logical_ids(template, "AWS::EKS::Cluster")))["Properties"][
+        "ResourcesVpcConfig"
+    ]
+    assert vpc_config["EndpointPublicAccess"] is True and vpc_config["PublicAccessCidrs"] == [
+        "203.0.113.0/24"
+    ]
+
+
 def test_eks_control_plane_meets_hyperpod_requirements(template: dict[str, Any]) -> None:
     eks = only(logical_ids(template, "AWS::EKS::Cluster"))
     properties = _resource(template, eks)["Properties"]
     assert properties["AccessConfig"]["AuthenticationMode"] in ("API", "API_AND_CONFIG_MAP")
     assert properties["Version"] == "1.35"
+    assert properties["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
     version = _resource(template, _addon(template, "vpc-cni"))["Properties"]["AddonVersion"]
     assert tuple(int(p) for p in version[1:].split("-")[0].split(".")) >= (1, 18, 3)
     assert logical_ids(template, "AWS::IAM::OIDCProvider")
@@ -429,6 +441,7 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ),
         ({"hyperpod.min_replicas": 3}, r"hyperpod.min_replicas.*at most max_replicas"),
         ({"hyperpod.availability_zone_id": "us-west-2a"}, r"hyperpod.availability_zone_id"),
+        ({"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"}, r"public_endpoint_cidrs: got '10.0.0.300/8'"),
         ({"hyperpod.instance_type": "ml.t3.medium"}, r"hyperpod.instance_type"),
         (
             {"hyperpod.dependency_chart_dir": "/nonexistent/chart"},

@@ -100,6 +100,10 @@ class HyperPodSettings:
         ),
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
+    public_endpoint_cidrs: tuple[str, ...] = setting(
+        items(text(r"[0-9./]{9,18}", description="an IPv4 CIDR such as 203.0.113.0/24"), max_items=40),
+        "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
+    )
     model_name: str = setting(
         text(_K8S_NAME, description="a Kubernetes name (lowercase letters, digits, '-')", max_length=50),
         "name of the InferenceEndpointConfig, the SageMaker model and vLLM's served model",
@@ -226,6 +230,7 @@ class HyperPodStack(Stack):
             "Eks",
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            public_endpoint_cidrs=settings.public_endpoint_cidrs,
         )
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
