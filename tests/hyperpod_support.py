@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ def validate_inference_endpoint_config(document: dict[str, Any]) -> None:
     jsonschema.Draft7Validator(inference_endpoint_config_schema()).validate(document)
 
 
-def depends_on(template: dict[str, Any], logical_id: str) -> set[str]:
+def depends_on(template: Mapping[str, Any], logical_id: str) -> set[str]:
     """Everything ``logical_id`` waits for: DependsOn plus Ref/GetAtt references, transitively."""
     resources = template["Resources"]
     seen: set[str] = set()
@@ -57,7 +58,7 @@ def _references(value: Any) -> set[str]:
     return set()
 
 
-def logical_ids(template: dict[str, Any], resource_type: str, **properties: Any) -> list[str]:
+def logical_ids(template: Mapping[str, Any], resource_type: str, **properties: Any) -> list[str]:
     """Logical ids of resources of ``resource_type`` whose properties include ``properties``."""
     return [
         logical_id
@@ -80,7 +81,7 @@ def resolve_join(value: Any, placeholder: str = "token") -> str:
     return str(separator).join(part if isinstance(part, str) else placeholder for part in parts)
 
 
-def manifest_documents(template: dict[str, Any]) -> list[dict[str, Any]]:
+def manifest_documents(template: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every Kubernetes object applied by a KubernetesManifest custom resource, tokens as placeholders."""
     documents: list[dict[str, Any]] = []
     for resource in template["Resources"].values():

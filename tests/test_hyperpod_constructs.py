@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from inference_tiers.constructs import (
     HyperPodNetwork,
     HyperPodTaint,
 )
+from inference_tiers.constructs.eks_cluster import as_cluster_ref
 from inference_tiers.constructs.hyperpod_network import hyperpod_ips_per_instance
 from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
 from tests.hyperpod_support import depends_on, logical_ids, only, write_minimal_chart
@@ -33,16 +35,18 @@ class Parts:
         self.app = cdk.App(context={"aws:cdk:bundling-stacks": []})
         self.stack = cdk.Stack(self.app, "Test")
         self.network = HyperPodNetwork(self.stack, "Network", availability_zone_id="use1-az4")
-        self.cluster = eks.Cluster(
-            self.stack,
-            "Eks",
-            version=eks.KubernetesVersion.V1_35,
-            vpc=self.network.vpc,
-            default_capacity=0,
-            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-            kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=KubectlV35Layer(self.stack, "Kubectl")
-            ),
+        self.cluster = as_cluster_ref(
+            eks.Cluster(
+                self.stack,
+                "Eks",
+                version=eks.KubernetesVersion.V1_35,
+                vpc=self.network.vpc,
+                default_capacity=0,
+                default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+                kubectl_provider_options=eks.KubectlProviderOptions(
+                    kubectl_layer=KubectlV35Layer(self.stack, "Kubectl")
+                ),
+            )
         )
         self.chart = HyperPodDependencyChart(
             self.stack, "Chart", cluster=self.cluster, chart_directory=chart_dir
@@ -75,9 +79,8 @@ class Parts:
             ),
         )
 
-    def template(self) -> dict[str, Any]:
-        result: dict[str, Any] = Template.from_stack(self.stack).to_json()
-        return result
+    def template(self) -> Mapping[str, Any]:
+        return Template.from_stack(self.stack).to_json()
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ class FakeSageMaker:
         return {"ClusterNodeSummaries": self.nodes[1:]}
 
 
-EVENT = {
+EVENT: dict[str, Any] = {
     "RequestType": "Create",
     "ResourceProperties": {
         "ClusterArn": "arn:aws:sagemaker:us-east-1:123456789012:cluster/abc",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,31 +27,31 @@ PREREQUISITE_ADDONS = ("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "me
 
 
 @pytest.fixture(scope="module")
-def template(tier_build: Callable[[str], TierBuild]) -> dict[str, Any]:
+def template(tier_build: Callable[[str], TierBuild]) -> Mapping[str, Any]:
     return tier_build("hyperpod").template().to_json()
 
 
-def _resource(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+def _resource(template: Mapping[str, Any], logical_id: str) -> dict[str, Any]:
     resource: dict[str, Any] = template["Resources"][logical_id]
     return resource
 
 
-def _hyperpod(template: dict[str, Any]) -> str:
+def _hyperpod(template: Mapping[str, Any]) -> str:
     return only(logical_ids(template, "AWS::SageMaker::Cluster"))
 
 
-def _addon(template: dict[str, Any], name: str) -> str:
+def _addon(template: Mapping[str, Any], name: str) -> str:
     return only(logical_ids(template, "AWS::EKS::Addon", AddonName=name))
 
 
-def _direct_depends_on(template: dict[str, Any], logical_id: str) -> set[str]:
+def _direct_depends_on(template: Mapping[str, Any], logical_id: str) -> set[str]:
     return set(_resource(template, logical_id).get("DependsOn", []))
 
 
 # ---- creation order ------------------------------------------------------------------------------------
 
 
-def test_dependency_chart_is_installed_before_the_hyperpod_cluster(template: dict[str, Any]) -> None:
+def test_dependency_chart_is_installed_before_the_hyperpod_cluster(template: Mapping[str, Any]) -> None:
     chart = only(logical_ids(template, "Custom::AWSCDK-EKS-HelmChart"))
     hyperpod = _hyperpod(template)
     assert chart in _direct_depends_on(template, hyperpod)
@@ -60,7 +60,7 @@ def test_dependency_chart_is_installed_before_the_hyperpod_cluster(template: dic
 
 
 def test_hyperpod_cluster_waits_for_the_role_policy_and_the_lifecycle_upload(
-    template: dict[str, Any],
+    template: Mapping[str, Any],
 ) -> None:
     hyperpod = _hyperpod(template)
     direct = _direct_depends_on(template, hyperpod)
@@ -89,7 +89,7 @@ def test_hyperpod_cluster_waits_for_the_role_policy_and_the_lifecycle_upload(
     )
 
 
-def _hyperpod_route_table(template: dict[str, Any]) -> str:
+def _hyperpod_route_table(template: Mapping[str, Any]) -> str:
     subnet = _hyperpod_subnet(template)
     association = only(
         logical_ids(template, "AWS::EC2::SubnetRouteTableAssociation", SubnetId={"Ref": subnet})
@@ -98,13 +98,13 @@ def _hyperpod_route_table(template: dict[str, Any]) -> str:
     return route_table
 
 
-def _hyperpod_subnet(template: dict[str, Any]) -> str:
+def _hyperpod_subnet(template: Mapping[str, Any]) -> str:
     subnets: list[str] = _resource(template, _hyperpod(template))["Properties"]["VpcConfig"]["Subnets"]
     return only([s["Ref"] for s in subnets])  # type: ignore[index]
 
 
 def test_node_barrier_follows_the_cluster_and_precedes_everything_on_the_nodes(
-    template: dict[str, Any],
+    template: Mapping[str, Any],
 ) -> None:
     barrier = only(logical_ids(template, "Custom::HyperPodNodesReady"))
     assert _hyperpod(template) in _direct_depends_on(template, barrier)
@@ -119,14 +119,14 @@ def test_node_barrier_follows_the_cluster_and_precedes_everything_on_the_nodes(
         assert barrier in _direct_depends_on(template, _addon(template, name)), name
 
 
-def test_prerequisite_addons_precede_the_inference_addon(template: dict[str, Any]) -> None:
+def test_prerequisite_addons_precede_the_inference_addon(template: Mapping[str, Any]) -> None:
     inference = _addon(template, "amazon-sagemaker-hyperpod-inference")
     direct = _direct_depends_on(template, inference)
     for name in PREREQUISITE_ADDONS:
         assert _addon(template, name) in direct, name
 
 
-def test_model_manifest_follows_the_inference_addon(template: dict[str, Any]) -> None:
+def test_model_manifest_follows_the_inference_addon(template: Mapping[str, Any]) -> None:
     manifest = only(logical_ids(template, "Custom::AWSCDK-EKS-KubernetesResource"))
     assert _addon(template, "amazon-sagemaker-hyperpod-inference") in _direct_depends_on(template, manifest)
 
@@ -134,7 +134,7 @@ def test_model_manifest_follows_the_inference_addon(template: dict[str, Any]) ->
 # ---- the model --------------------------------------------------------------------------------------------
 
 
-def test_model_manifest_validates_against_the_crd(template: dict[str, Any]) -> None:
+def test_model_manifest_validates_against_the_crd(template: Mapping[str, Any]) -> None:
     (document,) = manifest_documents(template)
     validate_inference_endpoint_config(document)
     spec = document["spec"]
@@ -148,7 +148,7 @@ def test_model_manifest_validates_against_the_crd(template: dict[str, Any]) -> N
 # ---- naming rules of the inference operator ------------------------------------------------------------------
 
 
-def test_operator_role_name_and_trust(template: dict[str, Any]) -> None:
+def test_operator_role_name_and_trust(template: Mapping[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
     role = config["executionRoleArn"].removeprefix("${").removesuffix(".Arn}")
     properties = _resource(template, role)["Properties"]
@@ -162,7 +162,7 @@ def test_operator_role_name_and_trust(template: dict[str, Any]) -> None:
     assert "system:serviceaccount:hyperpod-inference-system:hyperpod-inference-controller-manager" in subject
 
 
-def _cfn_json_values(template: dict[str, Any], role: str) -> str:
+def _cfn_json_values(template: Mapping[str, Any], role: str) -> str:
     """The IRSA condition values of ``role`` (rendered through CfnJson custom resources)."""
     trust = _resource(template, role)["Properties"]["AssumeRolePolicyDocument"]
     condition = trust["Statement"][0]["Condition"]["StringEquals"]
@@ -170,7 +170,7 @@ def _cfn_json_values(template: dict[str, Any], role: str) -> str:
     return json.dumps(_resource(template, cfn_json)["Properties"]["Value"])
 
 
-def test_tls_bucket_name(template: dict[str, Any]) -> None:
+def test_tls_bucket_name(template: Mapping[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
     bucket = config["tlsCertificateS3Bucket"].removeprefix("${").removesuffix("}")
     name = resolve_join(_resource(template, bucket)["Properties"]["BucketName"], placeholder="")
@@ -181,7 +181,7 @@ def test_tls_bucket_name(template: dict[str, Any]) -> None:
     assert _resource(template, bucket)["DeletionPolicy"] == "Retain"
 
 
-def test_inference_addon_configuration(template: dict[str, Any]) -> None:
+def test_inference_addon_configuration(template: Mapping[str, Any]) -> None:
     config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
     assert config["hyperpodClusterArn"] == "${" + _hyperpod(template) + ".ClusterArn}"
     alb_role = config["alb"]["serviceAccount"]["roleArn"].removeprefix("${").removesuffix(".Arn}")
@@ -207,7 +207,7 @@ def test_inference_addon_configuration(template: dict[str, Any]) -> None:
         assert toleration in component["tolerations"]
 
 
-def _addon_config(template: dict[str, Any], name: str) -> dict[str, Any]:
+def _addon_config(template: Mapping[str, Any], name: str) -> dict[str, Any]:
     """An add-on's configurationValues; references appear as ``${LogicalId}`` / ``${LogicalId.Attribute}``."""
     raw = _resource(template, _addon(template, name))["Properties"]["ConfigurationValues"]
     if not isinstance(raw, str):
@@ -219,7 +219,7 @@ def _addon_config(template: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _token(reference: dict[str, Any]) -> str:
     if "Ref" in reference:
-        return "${" + reference["Ref"] + "}"
+        return "${" + str(reference["Ref"]) + "}"
     logical_id, attribute = reference["Fn::GetAtt"]
     return "${" + f"{logical_id}.{attribute}" + "}"
 
@@ -227,7 +227,7 @@ def _token(reference: dict[str, Any]) -> str:
 # ---- network and EKS ----------------------------------------------------------------------------------------
 
 
-def test_security_group_allows_all_traffic_within_itself(template: dict[str, Any]) -> None:
+def test_security_group_allows_all_traffic_within_itself(template: Mapping[str, Any]) -> None:
     group_ids = _resource(template, _hyperpod(template))["Properties"]["VpcConfig"]["SecurityGroupIds"]
     efa_group = group_ids[0]["Fn::GetAtt"][0]
     ingress = only(logical_ids(template, "AWS::EC2::SecurityGroupIngress"))
@@ -249,7 +249,7 @@ def test_security_group_allows_all_traffic_within_itself(template: dict[str, Any
     assert {"Fn::GetAtt": [eks, "ClusterSecurityGroupId"]} in group_ids
 
 
-def test_hyperpod_subnet_in_secondary_cidr_by_az_id(template: dict[str, Any]) -> None:
+def test_hyperpod_subnet_in_secondary_cidr_by_az_id(template: Mapping[str, Any]) -> None:
     subnet = _hyperpod_subnet(template)
     properties = _resource(template, subnet)["Properties"]
     assert properties["AvailabilityZoneId"] == "usw2-az2" and "AvailabilityZone" not in properties
@@ -264,7 +264,7 @@ def test_hyperpod_subnet_in_secondary_cidr_by_az_id(template: dict[str, Any]) ->
     ]
 
 
-def test_load_balancer_subnet_tags(template: dict[str, Any]) -> None:
+def test_load_balancer_subnet_tags(template: Mapping[str, Any]) -> None:
     tags = [
         {t["Key"]: t["Value"] for t in r["Properties"].get("Tags", [])}
         for r in template["Resources"].values()
@@ -287,7 +287,7 @@ def test_public_endpoint_is_opt_in() -> None:
     ]
 
 
-def test_eks_control_plane_meets_hyperpod_requirements(template: dict[str, Any]) -> None:
+def test_eks_control_plane_meets_hyperpod_requirements(template: Mapping[str, Any]) -> None:
     eks = only(logical_ids(template, "AWS::EKS::Cluster"))
     properties = _resource(template, eks)["Properties"]
     assert properties["AccessConfig"]["AuthenticationMode"] in ("API", "API_AND_CONFIG_MAP")
@@ -300,7 +300,7 @@ def test_eks_control_plane_meets_hyperpod_requirements(template: dict[str, Any])
     assert hyperpod["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks, "Arn"]}}}
 
 
-def test_hyperpod_cluster_properties(template: dict[str, Any]) -> None:
+def test_hyperpod_cluster_properties(template: Mapping[str, Any]) -> None:
     properties = _resource(template, _hyperpod(template))["Properties"]
     assert properties["NodeRecovery"] == "Automatic"
     (group,) = properties["InstanceGroups"]
@@ -315,7 +315,7 @@ def test_hyperpod_cluster_properties(template: dict[str, Any]) -> None:
     assert "TrainingPlanArn" not in group and "KubernetesConfig" not in group
 
 
-def test_lifecycle_upload_carries_both_scripts(template: dict[str, Any]) -> None:
+def test_lifecycle_upload_carries_both_scripts(template: Mapping[str, Any]) -> None:
     upload = _resource(template, only(logical_ids(template, "Custom::CDKBucketDeployment")))["Properties"]
     assert upload["DestinationBucketKeyPrefix"] == "lifecycle/"
     assert {p.name for p in LIFECYCLE_SCRIPTS.iterdir()} == {"on_create.sh", "on_create_main.sh"}
@@ -332,7 +332,7 @@ def test_lifecycle_upload_carries_both_scripts(template: dict[str, Any]) -> None
     assert upload["DestinationBucketName"] == {"Ref": bucket}
 
 
-def test_execution_role_is_least_privilege(template: dict[str, Any]) -> None:
+def test_execution_role_is_least_privilege(template: Mapping[str, Any]) -> None:
     hyperpod = _resource(template, _hyperpod(template))["Properties"]
     role = hyperpod["InstanceGroups"][0]["ExecutionRole"]["Fn::GetAtt"][0]
     managed = json.dumps(_resource(template, role)["Properties"]["ManagedPolicyArns"])
@@ -355,7 +355,7 @@ def test_execution_role_is_least_privilege(template: dict[str, Any]) -> None:
 # ---- outputs, chart packaging, settings -------------------------------------------------------------------
 
 
-def test_outputs(template: dict[str, Any]) -> None:
+def test_outputs(template: Mapping[str, Any]) -> None:
     assert set(template["Outputs"]) == {
         "HyperPodClusterArn",
         "EksClusterName",
@@ -374,7 +374,7 @@ def test_outputs(template: dict[str, Any]) -> None:
     assert dashboard == "https://r.console.aws.amazon.com/cloudwatch/home?region=r#dashboards:name=r"
 
 
-def test_missing_chart_blocks_deployment_but_not_synth(template: dict[str, Any]) -> None:
+def test_missing_chart_blocks_deployment_but_not_synth(template: Mapping[str, Any]) -> None:
     rule = template["Rules"]["DependencyChartPackaged"]
     (assertion,) = rule["Assertions"]
     assert assertion["Assert"] == {"Fn::Equals": ["not-packaged", "packaged"]}
@@ -496,7 +496,7 @@ def test_grafana_imported_bucket_variant_is_clean() -> None:
     report = AwsSolutionsChecks().validate_scope(build.app)
     assert report.success, [v.rule_name for v in report.violations]
     template = build.template().to_json()
-    assert cfn_lint_errors(template) == []
+    assert cfn_lint_errors(dict(template)) == []
     workspace = only(logical_ids(template, "AWS::Grafana::Workspace"))
     assert _resource(template, workspace)["Properties"]["AuthenticationProviders"] == ["AWS_SSO"]
     assert "amgWorkspace" in _addon_config(template, "amazon-sagemaker-hyperpod-observability")
