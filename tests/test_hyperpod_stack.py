@@ -473,8 +473,10 @@ def test_account_requirements(tier_build: Callable[[str], TierBuild]) -> None:
     settings = stack.settings  # type: ignore[attr-defined]
     assert isinstance(settings, HyperPodSettings)
     requirements = settings.account_requirements()
-    (need,) = requirements.instances
-    assert (need.service, need.instance_type, need.count) == ("sagemaker-hyperpod", "ml.g5.48xlarge", 2)
+    assert [(n.service, n.instance_type, n.count) for n in requirements.instances] == [
+        ("sagemaker-hyperpod", "ml.g5.48xlarge", 2),
+        ("ec2", "m7i.xlarge", 2),
+    ]
     assert requirements.kubernetes_version == "1.35"
     assert requirements.availability_zone_ids == ("usw2-az2",)
 

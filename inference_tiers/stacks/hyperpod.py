@@ -61,6 +61,9 @@ from inference_tiers.k8s.hyperpod_inference import (
 from inference_tiers.nag import acknowledge
 
 STACK_NAME = "InferenceTiers-HyperPod"
+# EKS system nodes for cluster services (coredns, the operator's controllers) next to the HyperPod nodes.
+SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
+SYSTEM_NODE_COUNT = 2
 _ML_GPU_TYPES = tuple(SAGEMAKER_PREFIX + name for name in GPU_INSTANCE_TYPES)
 _K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?"
 
@@ -192,7 +195,10 @@ class HyperPodSettings:
 
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(
-            instances=(InstanceNeed("sagemaker-hyperpod", self.instance_type, self.instance_count),),
+            instances=(
+                InstanceNeed("sagemaker-hyperpod", self.instance_type, self.instance_count),
+                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+            ),
             kubernetes_version=KUBERNETES_VERSION,
             availability_zone_ids=(self.availability_zone_id,),
         )
@@ -231,6 +237,8 @@ class HyperPodStack(Stack):
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
+            system_node_count=SYSTEM_NODE_COUNT,
         )
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
