@@ -23,6 +23,12 @@ from inference_tiers.constructs.guardrail import (
     RegexFilter,
     WordFilter,
 )
+from inference_tiers.constructs.hyperpod_cluster import HyperPodCluster, HyperPodInstanceGroup, HyperPodTaint
+from inference_tiers.constructs.hyperpod_dependencies import HyperPodDependencyChart
+from inference_tiers.constructs.hyperpod_inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod_model_endpoint import HyperPodModelEndpoint
+from inference_tiers.constructs.hyperpod_network import HyperPodNetwork
+from inference_tiers.constructs.hyperpod_observability import HyperPodObservability
 from inference_tiers.constructs.inference_profile import ApplicationInferenceProfile
 from inference_tiers.constructs.invocation_logging import ModelInvocationLogging
 from inference_tiers.constructs.model_access import (
@@ -60,6 +66,14 @@ __all__ = [
     "Guardrail",
     "GuardrailAction",
     "GuardrailTier",
+    "HyperPodCluster",
+    "HyperPodDependencyChart",
+    "HyperPodInferenceOperator",
+    "HyperPodInstanceGroup",
+    "HyperPodModelEndpoint",
+    "HyperPodNetwork",
+    "HyperPodObservability",
+    "HyperPodTaint",
     "IGuardrail",
     "ImportedGuardrail",
     "Modality",

@@ -1,0 +1,460 @@
+"""Tier ``hyperpod``: SageMaker HyperPod on EKS serving a model through the HyperPod Inference Operator.
+
+One stack, ``InferenceTiers-HyperPod``, composed in the order HyperPod needs: network (VPC, HyperPod subnet in
+a secondary CIDR by AZ ID, S3 endpoint, EFA security group) -> EKS control plane (``EksCluster``) -> HyperPod
+dependency Helm chart -> ``AWS::SageMaker::Cluster`` (lifecycle scripts, execution role) -> node barrier ->
+inference operator add-on and its prerequisites -> ``InferenceEndpointConfig``; plus observability (AMP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Annotations, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from inference_tiers.config import (
+    AccountRequirements,
+    ConfigError,
+    InstanceNeed,
+    TierSpec,
+    boolean,
+    choice,
+    integer,
+    items,
+    number,
+    optional,
+    setting,
+    text,
+)
+from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, as_cluster_ref
+from inference_tiers.constructs.hyperpod_cluster import (
+    DEEP_HEALTH_CHECKS,
+    HyperPodCluster,
+    HyperPodInstanceGroup,
+)
+from inference_tiers.constructs.hyperpod_dependencies import (
+    MISSING_CHART_PLACEHOLDER,
+    HyperPodDependencyChart,
+)
+from inference_tiers.constructs.hyperpod_inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod_model_endpoint import HyperPodModelEndpoint
+from inference_tiers.constructs.hyperpod_network import HyperPodNetwork, hyperpod_ips_per_instance
+from inference_tiers.constructs.hyperpod_observability import HyperPodObservability
+from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
+from inference_tiers.k8s.hyperpod_inference import (
+    AutoScaling,
+    CloudWatchTrigger,
+    FsxModelSource,
+    InferenceEndpoint,
+    ModelSource,
+    PrometheusTrigger,
+    RequestLimits,
+    S3ModelSource,
+    VllmWorker,
+)
+from inference_tiers.nag import acknowledge
+from inference_tiers.tier import Tier
+
+STACK_NAME = "InferenceTiers-HyperPod"
+# EKS system nodes for cluster services (coredns, the operator's controllers) next to the HyperPod nodes.
+SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
+SYSTEM_NODE_COUNT = 2
+_ML_GPU_TYPES = tuple(SAGEMAKER_PREFIX + name for name in GPU_INSTANCE_TYPES)
+_K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?"
+
+
+@dataclass(frozen=True)
+class HyperPodSettings:
+    """Settings of the ``hyperpod`` tier (context keys ``hyperpod.<field>``; defaults in cdk.json)."""
+
+    availability_zone_id: str = setting(
+        text(r"[a-z]{2,4}[0-9]+-az[0-9]+", description="an Availability Zone ID such as usw2-az2"),
+        "AZ ID of the HyperPod subnet: where the instance capacity (or training plan) is",
+    )
+    vpc_cidr: str = setting(text(r"[0-9./]{9,18}", description="an IPv4 CIDR"), "primary VPC CIDR")
+    hyperpod_subnet_cidr: str = setting(
+        text(r"[0-9./]{9,18}", description="an IPv4 CIDR"),
+        "secondary VPC CIDR used whole as the HyperPod subnet (81 IPs per ml.p5.48xlarge)",
+    )
+    instance_type: str = setting(choice(*_ML_GPU_TYPES), "instance type of the HyperPod instance group")
+    instance_count: int = setting(integer(1, 64), "instances in the HyperPod instance group")
+    threads_per_core: int = setting(integer(1, 2), "threads per CPU core (1 disables hyperthreading)")
+    ebs_volume_gb: int = setting(integer(100, 16384), "secondary EBS volume per instance (/opt/sagemaker)")
+    deep_health_checks: tuple[str, ...] = setting(
+        items(choice(*DEEP_HEALTH_CHECKS), max_items=2), "deep health checks run when an instance starts"
+    )
+    training_plan_arn: str | None = setting(
+        optional(text(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[\w-]+")),
+        "SageMaker training plan providing the capacity; null: on-demand",
+    )
+    dependency_chart_dir: str | None = setting(
+        optional(text(description="a directory path")),
+        "HyperPod dependency Helm chart packaged by fetch-dependency-chart.sh; null: not packaged yet "
+        "(synth works, deploy is blocked)",
+    )
+    admin_principal_arn: str | None = setting(
+        optional(
+            text(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+", description="an IAM role ARN")
+        ),
+        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
+    )
+    public_endpoint_cidrs: tuple[str, ...] = setting(
+        items(text(r"[0-9./]{9,18}", description="an IPv4 CIDR such as 203.0.113.0/24"), max_items=40),
+        "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
+    )
+    model_name: str = setting(
+        text(_K8S_NAME, description="a Kubernetes name (lowercase letters, digits, '-')", max_length=50),
+        "name of the InferenceEndpointConfig, the SageMaker model and vLLM's served model",
+    )
+    model_source: str = setting(choice("s3", "fsx"), "where the weights are: s3 or fsx")
+    model_bucket_name: str | None = setting(
+        optional(text(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", description="an S3 bucket name")),
+        "existing bucket with the weights; null: the stack creates one",
+    )
+    model_location: str = setting(text(max_length=1024), "S3 prefix or FSx directory of the weights")
+    fsx_file_system_id: str | None = setting(
+        optional(text(r"fs-[0-9a-f]{8,21}", description="an FSx file system id")),
+        "FSx for Lustre file system with the weights (model_source fsx)",
+    )
+    vllm_image: str = setting(text(r"\S+:\S+", description="an image reference with a tag"), "vLLM image")
+    tensor_parallel_size: int | None = setting(
+        optional(integer(1, 8)), "vLLM tensor parallelism; null: every GPU of the instance"
+    )
+    max_model_len: int = setting(integer(512, 1048576), "vLLM --max-model-len")
+    endpoint_name: str | None = setting(
+        optional(text(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", description="a SageMaker endpoint name")),
+        "register a SageMaker endpoint of this name; null: load balancer only",
+    )
+    instance_type_priority: tuple[str, ...] = setting(
+        items(choice(*_ML_GPU_TYPES), max_items=8),
+        "instance types in order of preference (spec.instanceTypes); empty: instance_type",
+    )
+    min_replicas: int = setting(integer(0, 64), "autoscaling minimum replicas")
+    max_replicas: int = setting(integer(1, 64), "autoscaling maximum replicas")
+    scaling_metric: str = setting(
+        choice("cloudwatch", "prometheus"),
+        "cloudwatch: SageMaker Invocations per replica; prometheus: in-flight requests from AMP",
+    )
+    scaling_target: float = setting(number(1, 100000), "target value of the scaling metric per replica")
+    max_concurrent_requests: int = setting(integer(1, 10000), "per-pod concurrency limit of the sidecar")
+    max_queue_size: int = setting(integer(0, 10000), "per-pod queue beyond the concurrency limit")
+    observability: bool = setting(boolean(), "install the HyperPod observability add-on with AMP")
+    grafana: bool = setting(
+        boolean(), "also create an Amazon Managed Grafana workspace (IAM Identity Center)"
+    )
+
+    def __post_init__(self) -> None:
+        gpus = self.instance.gpus
+        if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
+            raise ConfigError(
+                "hyperpod.tensor_parallel_size",
+                self.tensor_parallel_size,
+                f"at most {gpus}, the GPUs of one {self.instance_type} (or null for all of them)",
+            )
+        for instance_type in self.instance_type_priority:
+            if instance_type != self.instance_type:
+                raise ConfigError(
+                    "hyperpod.instance_type_priority",
+                    list(self.instance_type_priority),
+                    f"instance types of the instance groups only ({self.instance_type}); "
+                    f"{instance_type} is not in any instance group",
+                )
+        if self.model_source == "fsx" and self.fsx_file_system_id is None:
+            raise ConfigError(
+                "hyperpod.fsx_file_system_id", None, "an FSx file system id when model_source is fsx"
+            )
+        if self.scaling_metric == "cloudwatch" and self.endpoint_name is None:
+            raise ConfigError(
+                "hyperpod.scaling_metric",
+                self.scaling_metric,
+                "prometheus when endpoint_name is null (SageMaker metrics exist only for a registered endpoint)",
+            )
+        if self.scaling_metric == "prometheus" and not self.observability:
+            raise ConfigError(
+                "hyperpod.scaling_metric",
+                self.scaling_metric,
+                "cloudwatch when observability is false (no AMP)",
+            )
+        if self.min_replicas > self.max_replicas:
+            raise ConfigError(
+                "hyperpod.min_replicas", self.min_replicas, f"at most max_replicas ({self.max_replicas})"
+            )
+
+    @property
+    def instance(self) -> GpuInstanceType:
+        return GPU_INSTANCE_TYPES[self.instance_type.removeprefix(SAGEMAKER_PREFIX)]
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.tensor_parallel_size or self.instance.gpus
+
+    def account_requirements(self) -> AccountRequirements:
+        return AccountRequirements(
+            instances=(
+                InstanceNeed("sagemaker-hyperpod", self.instance_type, self.instance_count),
+                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+            ),
+            kubernetes_version=KUBERNETES_VERSION,
+            availability_zone_ids=(self.availability_zone_id,),
+        )
+
+
+class HyperPodStack(Stack):
+    """EKS + SageMaker HyperPod + the HyperPod Inference Operator serving one vLLM model."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: HyperPodSettings) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="inference-tiers hyperpod: SageMaker HyperPod on EKS with the HyperPod Inference Operator",
+        )
+        self.settings = settings
+        group = HyperPodInstanceGroup(
+            name="inference",
+            instance_type=settings.instance_type,
+            instance_count=settings.instance_count,
+            threads_per_core=settings.threads_per_core,
+            ebs_volume_gb=settings.ebs_volume_gb,
+            deep_health_checks=settings.deep_health_checks,
+            training_plan_arn=settings.training_plan_arn,
+        )
+        self.network = HyperPodNetwork(
+            self,
+            "Network",
+            availability_zone_id=settings.availability_zone_id,
+            vpc_cidr=settings.vpc_cidr,
+            hyperpod_subnet_cidr=settings.hyperpod_subnet_cidr,
+            required_ip_addresses=settings.instance_count * hyperpod_ips_per_instance(settings.instance_type),
+        )
+        self.eks = EksCluster(
+            self,
+            "Eks",
+            vpc=self.network.vpc,
+            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
+            system_node_count=SYSTEM_NODE_COUNT,
+        )
+        cluster = as_cluster_ref(self.eks.cluster)
+        self.access_logs = self._access_logs_bucket()
+
+        self.dependency_chart = HyperPodDependencyChart(
+            self, "DependencyChart", cluster=cluster, chart_directory=self._chart_directory()
+        )
+        self.hyperpod = HyperPodCluster(
+            self,
+            "HyperPod",
+            cluster=cluster,
+            subnets=[self.network.hyperpod_subnet],
+            security_groups=[self.network.security_group],
+            instance_groups=[group],
+            dependency_chart=self.dependency_chart,
+            # Core add-ons, and the HyperPod subnet's route and S3 endpoint (nodes fetch scripts on boot).
+            wait_for=[*self.eks.addons.values(), self.network],
+            access_logs_bucket=self.access_logs,
+        )
+        self.observability = (
+            HyperPodObservability(
+                self,
+                "Observability",
+                cluster=cluster,
+                hyperpod_cluster=self.hyperpod,
+                grafana_workspace=settings.grafana,
+            )
+            if settings.observability
+            else None
+        )
+        self.model_bucket = self._model_bucket()
+        self.operator = HyperPodInferenceOperator(
+            self,
+            "InferenceOperator",
+            cluster=cluster,
+            hyperpod_cluster=self.hyperpod,
+            model_buckets=[self.model_bucket] if self.model_bucket else [],
+            prometheus_workspace_arn=self.observability.workspace_arn if self.observability else None,
+            access_logs_bucket=self.access_logs,
+        )
+        self.model = HyperPodModelEndpoint(
+            self,
+            "Model",
+            cluster=cluster,
+            hyperpod_cluster=self.hyperpod,
+            operator=self.operator,
+            endpoint=self._endpoint(),
+        )
+        self._outputs()
+
+    def _chart_directory(self) -> Path:
+        if self.settings.dependency_chart_dir is not None:
+            return Path(self.settings.dependency_chart_dir)
+        message = (
+            "The HyperPod dependency Helm chart is not packaged: run "
+            "inference_tiers/assets/hyperpod/fetch-dependency-chart.sh, then deploy with "
+            "-c hyperpod.dependency_chart_dir=<its output directory>"
+        )
+        Annotations.of(self).add_warning_v2("inference-tiers:hyperpod-chart-missing", message)
+        # Synth stays possible (review, tests); CloudFormation rejects the deployment before creating anything.
+        CfnRule(
+            self,
+            "DependencyChartPackaged",
+            assertions=[
+                CfnRuleAssertion(
+                    assert_=Fn.condition_equals("not-packaged", "packaged"), assert_description=message
+                )
+            ],
+        )
+        return MISSING_CHART_PLACEHOLDER
+
+    def _access_logs_bucket(self) -> s3.Bucket:
+        bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            bucket,
+            "AwsSolutions-S1",
+            "This is the server access log destination of the tier's buckets; logging it into itself would loop",
+        )
+        return bucket
+
+    def _model_bucket(self) -> s3.IBucket | None:
+        settings = self.settings
+        if settings.model_source != "s3":
+            return None
+        if settings.model_bucket_name is not None:
+            return s3.Bucket.from_bucket_name(self, "ModelBucket", settings.model_bucket_name)
+        key = kms.Key(
+            self,
+            "ModelKey",
+            description="Encrypts the HyperPod model weights bucket",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        return s3.Bucket(
+            self,
+            "ModelBucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            versioned=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="model-weights/",
+        )
+
+    def _model_source(self) -> ModelSource:
+        settings = self.settings
+        if settings.model_source == "fsx":
+            assert settings.fsx_file_system_id is not None  # checked by HyperPodSettings
+            return FsxModelSource(
+                file_system_id=settings.fsx_file_system_id, location=settings.model_location
+            )
+        assert self.model_bucket is not None
+        return S3ModelSource(
+            bucket_name=self.model_bucket.bucket_name, region=Aws.REGION, location=settings.model_location
+        )
+
+    def _endpoint(self) -> InferenceEndpoint:
+        settings = self.settings
+        trigger: CloudWatchTrigger | PrometheusTrigger
+        if settings.scaling_metric == "prometheus":
+            assert self.observability is not None  # checked by HyperPodSettings
+            trigger = PrometheusTrigger.concurrent_requests(
+                self.observability.query_url, settings.model_name, settings.scaling_target
+            )
+        else:
+            assert settings.endpoint_name is not None  # checked by HyperPodSettings
+            trigger = CloudWatchTrigger.sagemaker_invocations(settings.endpoint_name, settings.scaling_target)
+        return InferenceEndpoint(
+            name=settings.model_name,
+            instance_types=settings.instance_type_priority or (settings.instance_type,),
+            model_source=self._model_source(),
+            worker=VllmWorker(
+                image=settings.vllm_image,
+                tensor_parallel_size=settings.tensor_parallel,
+                max_model_len=settings.max_model_len,
+            ),
+            endpoint_name=settings.endpoint_name,
+            replicas=max(1, settings.min_replicas),
+            request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
+            autoscaling=AutoScaling(settings.min_replicas, settings.max_replicas, trigger),
+        )
+
+    def _dashboard(self) -> cloudwatch.Dashboard:
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-{Aws.REGION}")
+        if self.settings.endpoint_name is not None:
+            dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Invocations per minute", left=[self.model.metric_invocations()]
+                ),
+                cloudwatch.GraphWidget(
+                    title="Model latency p90 (us)", left=[self.model.metric_model_latency()]
+                ),
+                cloudwatch.GraphWidget(
+                    title="Errors",
+                    left=[self.model.metric("Invocation4XXErrors"), self.model.metric("Invocation5XXErrors")],
+                ),
+            )
+        dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=(
+                    "GPU, node and per-model metrics (`model_invocations_total`, `model_latency_milliseconds`, "
+                    "vLLM `/metrics`) are in the Amazon Managed Prometheus workspace of this stack."
+                ),
+                width=24,
+                height=2,
+            )
+        )
+        return dashboard
+
+    def _outputs(self) -> None:
+        settings = self.settings
+        dashboard = self._dashboard()
+        CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
+        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
+        CfnOutput(
+            self,
+            "KubeconfigCommand",
+            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
+        )
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
+            f"#dashboards:name={dashboard.dashboard_name}",
+        )
+        if settings.endpoint_name is not None:
+            CfnOutput(self, "SageMakerEndpointName", value=settings.endpoint_name)
+        CfnOutput(self, "InvokeUrl", value=self._invoke_url())
+
+    def _invoke_url(self) -> str:
+        """The SageMaker runtime URL of the registered endpoint (SigV4), else how to read the ALB's URL.
+
+        The operator creates the model's load balancer at runtime, so its DNS name cannot be known at synth.
+        """
+        settings = self.settings
+        if settings.endpoint_name is not None:
+            return (
+                f"https://runtime.sagemaker.{Aws.REGION}.{Aws.URL_SUFFIX}/endpoints/{settings.endpoint_name}"
+                "/invocations"
+            )
+        return f"kubectl get ingress -n default -o wide  # https://<ADDRESS>/v1/chat/completions ({settings.model_name})"
+
+
+def build(app: Construct, settings: HyperPodSettings) -> list[Stack]:
+    return [HyperPodStack(app, STACK_NAME, settings=settings)]
+
+
+TIER = Tier(spec=TierSpec("hyperpod", HyperPodSettings), build=build)
