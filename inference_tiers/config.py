@@ -266,11 +266,10 @@ def is_cdk_owned_key(key: str) -> bool:
 
 def parse_tier_selection(raw: Any, available: Sequence[str]) -> tuple[str, ...]:
     """``bedrock``, ``bedrock,sagemaker`` or ``all``; every name must be a tier this build provides."""
-    accepted = (
-        f"a comma-separated list of {', '.join(available)}, or '{ALL_TIERS}'"
-        f" (tiers this project defines but does not provide yet: "
-        f"{', '.join(t for t in TIER_ORDER if t not in available) or 'none'})"
-    )
+    accepted = f"a comma-separated list of {', '.join(available)}, or '{ALL_TIERS}'"
+    missing = [t for t in TIER_ORDER if t not in available]
+    if missing:
+        accepted += f" (tiers this project defines but does not provide yet: {', '.join(missing)})"
     if not isinstance(raw, str) or not raw.strip():
         raise ConfigError(TIER_KEY, raw, accepted)
     names = [name.strip() for name in raw.split(",")]

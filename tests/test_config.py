@@ -133,3 +133,13 @@ def test_tier_not_yet_provided_is_named_as_such() -> None:
 
 def test_all_selects_every_provided_tier_in_build_order() -> None:
     assert parse_config({**VALID, "tier": "all"}, [DEMO]).tiers == ("bedrock",)
+
+
+def test_tier_error_lists_only_what_exists_once_every_tier_is_provided() -> None:
+    every_tier = [TierSpec(name, _DemoSettings) for name in config.TIER_ORDER]
+    with pytest.raises(ConfigError) as error:
+        parse_config({**VALID, "tier": "gpu"}, every_tier)
+    assert str(error.value) == (
+        "context key 'tier': got 'gpu'; expected a comma-separated list of "
+        "bedrock, sagemaker, hyperpod, disaggregated, or 'all'"
+    )

@@ -6,6 +6,7 @@ noise hits both alike. Prints the median of each and the ratio tier/empty (targe
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -59,7 +60,13 @@ def main() -> int:
         empty_dir = Path(tmp) / "empty-app"
         empty_dir.mkdir()
         (empty_dir / "app.py").write_text(EMPTY_APP)
-        (empty_dir / "cdk.json").write_text(f'{{"app": "{env_python} app.py"}}')
+        # Same feature flags as the project, so the only difference is what the app builds.
+        flags = {
+            k: v
+            for k, v in json.loads((ROOT / "cdk.json").read_text())["context"].items()
+            if k.startswith("@")
+        }
+        (empty_dir / "cdk.json").write_text(json.dumps({"app": f"{env_python} app.py", "context": flags}))
         samples: dict[str, list[float]] = {"(empty app)": [], **{t: [] for t in TIERS}}
         for run in range(RUNS):
             samples["(empty app)"].append(synth_seconds(empty_dir, [], Path(tmp) / f"empty-{run}"))

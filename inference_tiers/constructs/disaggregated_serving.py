@@ -24,7 +24,7 @@ from inference_tiers.k8s.disaggregated import (
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "disaggregated"
 
-# The tags the Dockerfiles under assets/disaggregated build (docs/disaggregated.md: "Images"). They name every
+# The tags the Dockerfiles under assets/disaggregated build (README, tier 4, "Images"). They name every
 # pinned part, so a tag always means the same contents.
 VLLM_IMAGE_REPOSITORY = "inference-tiers/vllm-mooncake-efa"
 VLLM_IMAGE_TAG = "vllm0.33.0-mooncake0.3.13.post1-efa1.50.0"
