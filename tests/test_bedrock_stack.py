@@ -283,7 +283,7 @@ def test_the_stack_module_imports_on_its_own() -> None:
 
 
 def test_constructs_import_into_another_apps_own_stack() -> None:
-    """The docs/bedrock.md example: a guardrail and enforced invoke access in someone else's stack."""
+    """The README example (tier 1): a guardrail and enforced invoke access in someone else's stack."""
     from inference_tiers.constructs import (
         ContentFilter,
         ContentFilterType,
