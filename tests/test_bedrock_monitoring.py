@@ -180,7 +180,7 @@ def test_topic_is_kms_encrypted_tls_only_and_subscribed(built: Any) -> None:
                         Match.object_like(
                             {
                                 "Principal": {"Service": "cloudwatch.amazonaws.com"},
-                                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
                             }
                         )
                     ]

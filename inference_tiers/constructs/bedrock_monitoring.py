@@ -11,15 +11,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from inference_tiers.constructs.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.constructs.guardrail import Guardrail
 
 NAMESPACE = "AWS/Bedrock"
@@ -96,25 +93,8 @@ class BedrockMonitoring(Construct):
         self.model_id = model_id
         self.tpm_quota = tpm_quota
 
-        self.topic_key = kms.Key(
-            self,
-            "TopicKey",
-            description="Encrypts the Bedrock alarm topic",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        # CloudWatch alarms publish to an encrypted topic only if the key lets CloudWatch use it.
-        self.topic_key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
-            )
-        )
-        self.topic = sns.Topic(self, "AlarmTopic", master_key=self.topic_key, enforce_ssl=True)
-        if alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        self.topic_key = retained_key(self, "TopicKey", "Encrypts the Bedrock alarm topic")
+        self.topic = encrypted_alarm_topic(self, self.topic_key, email=alarm_email)
 
         self.alarms: list[cloudwatch.Alarm] = []
         self._alarm(

@@ -31,6 +31,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
+from inference_tiers.constructs.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
 from inference_tiers.nag import acknowledge
 
@@ -261,18 +262,10 @@ class DisaggregatedMonitoring(Construct):
         self.addon.node.add_dependency(self.log_group)
 
         if alarm_topic is None:
-            self.alarm_key: kms.Key | None = kms.Key(
-                self,
-                "AlarmTopicKey",
-                description="Encrypts the disaggregated tier's alarm topic",
-                enable_key_rotation=True,
-                removal_policy=RemovalPolicy.RETAIN,
+            self.alarm_key: kms.Key | None = retained_key(
+                self, "AlarmTopicKey", "Encrypts the disaggregated tier's alarm topic"
             )
-            # CloudWatch alarms publish to the encrypted topic, so CloudWatch must be able to use the key.
-            self.alarm_key.grant(
-                iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-            )
-            alarm_topic = sns.Topic(self, "AlarmTopic", master_key=self.alarm_key, enforce_ssl=True)
+            alarm_topic = encrypted_alarm_topic(self, self.alarm_key)
         else:
             self.alarm_key = None
         self.alarm_topic = alarm_topic

@@ -37,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct, IConstruct
 
+from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.nag import acknowledge
 
 T = TypeVar("T")
@@ -235,12 +236,8 @@ class EksCluster(Construct):
         self.vpc: ec2.IVpc = vpc if vpc is not None else create_private_vpc(self, "Vpc")
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
 
-        self.secrets_key: kms.IKey = secrets_key or kms.Key(
-            self,
-            "SecretsKey",
-            description="Envelope encryption of Kubernetes secrets in the inference EKS cluster",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.secrets_key: kms.IKey = secrets_key or retained_key(
+            self, "SecretsKey", "Envelope encryption of Kubernetes secrets in the inference EKS cluster"
         )
 
         self.cluster = eks.Cluster(

@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, Stack, Token
 from aws_cdk import aws_bedrock as bedrock
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
+
+from inference_tiers.constructs.encryption import retained_key
 
 E = TypeVar("E", bound=Enum)
 
@@ -534,12 +536,8 @@ class Guardrail(Construct):
             _check_text(guardrail_name, "Guardrail.guardrail_name", max_length=50, pattern=r"[0-9a-zA-Z\-_]+")
         name = guardrail_name or Names.unique_resource_name(self, max_length=50, separator="-")
 
-        self.kms_key: kms.IKey = kms_key or kms.Key(
-            self,
-            "Key",
-            description="Encrypts an Amazon Bedrock guardrail's configuration",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.kms_key: kms.IKey = kms_key or retained_key(
+            self, "Key", "Encrypts an Amazon Bedrock guardrail's configuration"
         )
         self.resource = bedrock.CfnGuardrail(
             self,

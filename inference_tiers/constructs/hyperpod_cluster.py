@@ -18,7 +18,6 @@ from aws_cdk import Aws, CfnElement, CustomResource, Duration, Names, RemovalPol
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -28,6 +27,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
+from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.hyperpod_dependencies import HyperPodDependencyChart
 from inference_tiers.nag import acknowledge
 
@@ -158,12 +158,8 @@ class HyperPodCluster(Construct):
             )
         self.instance_groups = tuple(instance_groups)
 
-        self.lifecycle_key = kms.Key(
-            self,
-            "LifecycleKey",
-            description="Encrypts the HyperPod lifecycle scripts bucket",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.lifecycle_key = retained_key(
+            self, "LifecycleKey", "Encrypts the HyperPod lifecycle scripts bucket"
         )
         self.lifecycle_bucket = s3.Bucket(
             self,

@@ -21,6 +21,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from inference_tiers.constructs.encryption import allow_log_encryption, retained_key
 from inference_tiers.nag import acknowledge
 
 DEFAULT_OBJECT_EXPIRATION = Duration.days(365)
@@ -80,12 +81,8 @@ class ModelInvocationLogging(Construct):
             "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:*"},
         }
 
-        self.kms_key: kms.IKey = kms_key or kms.Key(
-            self,
-            "Key",
-            description="Encrypts Amazon Bedrock model-invocation logs (S3 and CloudWatch Logs)",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.kms_key: kms.IKey = kms_key or retained_key(
+            self, "Key", "Encrypts Amazon Bedrock model-invocation logs (S3 and CloudWatch Logs)"
         )
         # S3 SSE-KMS writes by Bedrock, and CloudWatch Logs encrypting this account's log groups.
         self.kms_key.add_to_resource_policy(
@@ -96,27 +93,7 @@ class ModelInvocationLogging(Construct):
                 conditions=bedrock_in_this_account,
             )
         )
-        self.kms_key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-                actions=[
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncryptFrom",
-                    "kms:ReEncryptTo",
-                    "kms:GenerateDataKey",
-                    "kms:DescribeKey",
-                ],
-                resources=["*"],
-                conditions={
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": (
-                            f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
-                        )
-                    }
-                },
-            )
-        )
+        allow_log_encryption(self.kms_key, self, "*")
 
         # Server access logs need SSE-S3 on their target bucket (which is not logged itself: that would recurse). Object
         # ownership is left to aws-cdk: a bucket policy for log delivery under the

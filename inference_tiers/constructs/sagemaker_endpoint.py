@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import jsii
-from aws_cdk import Annotations, Aws, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, Duration, Names, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -34,6 +34,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from inference_tiers.constructs.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.constructs.sagemaker_capacity import (
     Capacity,
     capacity_reservation_config,
@@ -221,12 +222,8 @@ class SageMakerLlmEndpoint(Construct):
         )
 
         # --- security: key, role, network -----------------------------------------------------------------------
-        self.encryption_key = encryption_key or kms.Key(
-            self,
-            "Key",
-            description=f"Logs and alarm topic of SageMaker endpoint {self.endpoint_name}",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.encryption_key = encryption_key or retained_key(
+            self, "Key", f"Logs and alarm topic of SageMaker endpoint {self.endpoint_name}"
         )
         execution = ExecutionRole(
             self,
@@ -279,7 +276,7 @@ class SageMakerLlmEndpoint(Construct):
             self,
             "Monitoring",
             metrics=self.metrics,
-            topic=alarm_topic or self._alarm_topic(),
+            topic=alarm_topic or encrypted_alarm_topic(self, self.encryption_key),
             thresholds=alarm_thresholds or AlarmThresholds(),
         )
         rollback_alarms = [self.monitoring.error_rate_alarm, self.monitoring.latency_alarm]
@@ -485,13 +482,6 @@ class SageMakerLlmEndpoint(Construct):
                 f"instead.",
             )
         return env
-
-    def _alarm_topic(self) -> sns.Topic:
-        # CloudWatch must be able to use the key to publish to the encrypted topic.
-        self.encryption_key.grant(
-            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-        )
-        return sns.Topic(self, "AlarmTopic", master_key=self.encryption_key, enforce_ssl=True)
 
     def _inference_component(
         self,

@@ -8,12 +8,13 @@ wildcards, and each cdk-nag finding is acknowledged here with its reason.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from inference_tiers.constructs.encryption import allow_log_encryption
 from inference_tiers.constructs.sagemaker_engines import ResolvedImage
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
 from inference_tiers.nag import acknowledge
@@ -105,29 +106,4 @@ def _log_group(
         encryption_key=key,
         retention=retention,
         removal_policy=RemovalPolicy.RETAIN,
-    )
-
-
-def allow_log_encryption(key: kms.IKey, scope: Construct, log_group_name: str) -> None:
-    """Let CloudWatch Logs use ``key`` for the log groups named ``log_group_name`` (``*`` allowed) in this
-    stack's account and Region; the encryption-context condition keeps every other log group out."""
-    arn = Stack.of(scope).format_arn(
-        service="logs",
-        resource="log-group",
-        resource_name=log_group_name,
-        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-            actions=[
-                "kms:Encrypt*",
-                "kms:Decrypt*",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:Describe*",
-            ],
-            resources=["*"],
-            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": arn}},
-        )
     )

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from aws_cdk import Annotations, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -32,6 +31,7 @@ from inference_tiers.config import (
     text,
 )
 from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, as_cluster_ref
+from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.hyperpod_cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
@@ -333,13 +333,7 @@ class HyperPodStack(Stack):
             return None
         if settings.model_bucket_name is not None:
             return s3.Bucket.from_bucket_name(self, "ModelBucket", settings.model_bucket_name)
-        key = kms.Key(
-            self,
-            "ModelKey",
-            description="Encrypts the HyperPod model weights bucket",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        key = retained_key(self, "ModelKey", "Encrypts the HyperPod model weights bucket")
         return s3.Bucket(
             self,
             "ModelBucket",

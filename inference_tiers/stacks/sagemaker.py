@@ -13,7 +13,6 @@ from typing import Any
 
 from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -33,6 +32,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.sagemaker_capacity import (
     MAX_INSTANCE_POOLS,
     ROUTING_STRATEGIES,
@@ -44,7 +44,6 @@ from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
 from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
-from inference_tiers.constructs.sagemaker_security import allow_log_encryption
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
 from inference_tiers.tier import Tier
 
@@ -217,12 +216,8 @@ class SageMakerStack(Stack):
         self, scope: Construct, construct_id: str, *, settings: SageMakerSettings, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description="inference-tiers sagemaker: model bucket, data capture, flow logs",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+        self.key = retained_key(
+            self, "Key", "inference-tiers sagemaker: model bucket, data capture, flow logs"
         )
         self.vpc = self._vpc(settings.vpc_cidr)
         self.access_logs: s3.Bucket | None = None
