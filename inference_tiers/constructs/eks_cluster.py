@@ -28,16 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from aws_cdk import Annotations, CfnElement, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, CfnElement, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct, IConstruct
 
 from inference_tiers.constructs.encryption import retained_key
+from inference_tiers.constructs.network import create_private_vpc
 from inference_tiers.nag import acknowledge
 
 T = TypeVar("T")
@@ -142,35 +142,10 @@ def create_node_role(scope: Construct, construct_id: str) -> iam.Role:
     return role
 
 
-def create_private_vpc(
-    scope: Construct, construct_id: str, *, availability_zones: Sequence[str] | None = None
-) -> ec2.Vpc:
-    """A VPC for EKS: public subnets only for NAT, private subnets with egress, retained flow logs.
-
-    ``availability_zones``: the AZ names to use, in order. Default: the region's first two.
-    """
-    zones = list(availability_zones) if availability_zones else None
-    vpc = ec2.Vpc(
-        scope,
-        construct_id,
-        availability_zones=zones,
-        max_azs=None if zones else 2,
-        subnet_configuration=[
-            ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
-            # /18: VPC CNI gives every pod a VPC address; p5 nodes with warm ENIs use hundreds.
-            ec2.SubnetConfiguration(
-                name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=18
-            ),
-        ],
-    )
-    flow_logs = logs.LogGroup(
-        vpc,
-        "FlowLogs",
-        retention=logs.RetentionDays.ONE_YEAR,
-        removal_policy=RemovalPolicy.RETAIN,
-    )
-    vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
-    return vpc
+# /18 private subnets: the VPC CNI gives every pod a VPC address, and p5 nodes with warm ENIs take hundreds.
+EKS_PRIVATE_CIDR_MASK = 18
+# One NAT gateway per AZ: the system node group spans both AZs and must keep pulling images if one AZ fails.
+EKS_NAT_GATEWAYS = 2
 
 
 class EksCluster(Construct):
@@ -233,7 +208,13 @@ class EksCluster(Construct):
             )
 
         self.kubernetes_version = KUBERNETES_VERSION
-        self.vpc: ec2.IVpc = vpc if vpc is not None else create_private_vpc(self, "Vpc")
+        self.vpc: ec2.IVpc = (
+            vpc
+            if vpc is not None
+            else create_private_vpc(
+                self, "Vpc", private_cidr_mask=EKS_PRIVATE_CIDR_MASK, nat_gateways=EKS_NAT_GATEWAYS
+            )
+        )
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
 
         self.secrets_key: kms.IKey = secrets_key or retained_key(

@@ -13,9 +13,9 @@ import ipaddress
 import jsii
 from aws_cdk import CfnTag, Token
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from inference_tiers.constructs.network import create_private_vpc
 from inference_tiers.instance_types import find_gpu_instance_type
 
 # Tags the AWS Load Balancer Controller (bundled in the inference add-on) uses to find subnets.
@@ -75,23 +75,14 @@ class HyperPodNetwork(Construct):
             )
 
         nat = ec2.NatProvider.gateway()
-        self.vpc = ec2.Vpc(
+        # The S3 gateway endpoint is added below, once the HyperPod subnet's route table exists.
+        self.vpc = create_private_vpc(
             self,
             "Vpc",
-            ip_addresses=ec2.IpAddresses.cidr(vpc_cidr),
-            max_azs=2,
+            cidr=vpc_cidr,
             nat_gateways=nat_gateways,
             nat_gateway_provider=nat,
-            subnet_configuration=[
-                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
-                ec2.SubnetConfiguration(
-                    name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
-                ),
-            ],
-        )
-        self.flow_log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR)
-        self.vpc.add_flow_log(
-            "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group)
+            s3_gateway_endpoint=False,
         )
 
         cidr_block = ec2.CfnVPCCidrBlock(

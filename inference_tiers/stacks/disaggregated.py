@@ -37,12 +37,14 @@ from inference_tiers.constructs.efa_node_group import (
     EfaNodeGroup,
 )
 from inference_tiers.constructs.eks_cluster import (
+    EKS_NAT_GATEWAYS,
+    EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
     EksCluster,
     as_cluster_ref,
-    create_private_vpc,
 )
 from inference_tiers.constructs.gpu_device_plugins import GpuDevicePlugins
+from inference_tiers.constructs.network import create_private_vpc
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.tier import Tier
 
@@ -225,7 +227,13 @@ class DisaggregatedStack(Stack):
             description="inference-tiers disaggregated: EKS + EFA GPU nodes, vLLM prefill/decode over Mooncake",
         )
         self.settings = settings
-        self.vpc = create_private_vpc(self, "Vpc", availability_zones=settings.availability_zones)
+        self.vpc = create_private_vpc(
+            self,
+            "Vpc",
+            availability_zones=settings.availability_zones,
+            private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
+            nat_gateways=EKS_NAT_GATEWAYS,
+        )
         self.eks = EksCluster(
             self,
             "Eks",

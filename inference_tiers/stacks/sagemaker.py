@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -32,7 +31,8 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.encryption import allow_log_encryption, retained_key
+from inference_tiers.constructs.encryption import retained_key
+from inference_tiers.constructs.network import create_private_vpc
 from inference_tiers.constructs.sagemaker_capacity import (
     MAX_INSTANCE_POOLS,
     ROUTING_STRATEGIES,
@@ -219,7 +219,14 @@ class SageMakerStack(Stack):
         self.key = retained_key(
             self, "Key", "inference-tiers sagemaker: model bucket, data capture, flow logs"
         )
-        self.vpc = self._vpc(settings.vpc_cidr)
+        # One NAT gateway: egress for hub downloads; S3 traffic goes through the gateway endpoint.
+        self.vpc = create_private_vpc(
+            self,
+            "Vpc",
+            cidr=settings.vpc_cidr,
+            flow_log_key=self.key,
+            flow_log_retention=logs.RetentionDays.THREE_MONTHS,
+        )
         self.access_logs: s3.Bucket | None = None
         self.model_bucket: s3.Bucket | None = None
         weights = self._weights(settings)
@@ -264,37 +271,6 @@ class SageMakerStack(Stack):
             ),
         )
         self._outputs(self.endpoint, settings)
-
-    def _vpc(self, cidr: str) -> ec2.Vpc:
-        flow_logs = logs.LogGroup(
-            self,
-            "FlowLogs",
-            encryption_key=self.key,
-            retention=logs.RetentionDays.THREE_MONTHS,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        # The flow-log group's name is generated, so the key admits any log group of this account and Region.
-        allow_log_encryption(self.key, self, "*")
-        return ec2.Vpc(
-            self,
-            "Vpc",
-            ip_addresses=ec2.IpAddresses.cidr(cidr),
-            max_azs=2,
-            # One NAT gateway: egress for hub downloads; S3 traffic goes through the gateway endpoint.
-            nat_gateways=1,
-            subnet_configuration=[
-                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
-                ec2.SubnetConfiguration(
-                    name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
-                ),
-            ],
-            gateway_endpoints={
-                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
-            },
-            flow_logs={
-                "All": ec2.FlowLogOptions(destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
-            },
-        )
 
     def _bucket(self, construct_id: str) -> s3.Bucket:
         """A KMS-encrypted, TLS-only, retained bucket whose access logs go to the stack's log bucket."""
