@@ -29,6 +29,7 @@ from constructs import Construct, IConstruct, IDependable
 
 from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.hyperpod_dependencies import HyperPodDependencyChart
+from inference_tiers.constructs.storage import private_bucket
 from inference_tiers.nag import acknowledge
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "hyperpod"
@@ -161,18 +162,12 @@ class HyperPodCluster(Construct):
         self.lifecycle_key = retained_key(
             self, "LifecycleKey", "Encrypts the HyperPod lifecycle scripts bucket"
         )
-        self.lifecycle_bucket = s3.Bucket(
+        self.lifecycle_bucket = private_bucket(
             self,
             "LifecycleBucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.lifecycle_key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            server_access_logs_bucket=access_logs_bucket,
-            server_access_logs_prefix="hyperpod-lifecycle/" if access_logs_bucket else None,
+            key=self.lifecycle_key,
+            access_logs=access_logs_bucket,
+            access_logs_prefix="hyperpod-lifecycle/",
         )
         self.lifecycle_deployment = s3_deployment.BucketDeployment(
             self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Aws, CfnJson, Names, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnJson, Names, Stack
 from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -21,6 +21,7 @@ from constructs import Construct
 
 from inference_tiers.constructs._lb_controller_policy import load_balancer_controller_statements
 from inference_tiers.constructs.hyperpod_cluster import HyperPodCluster
+from inference_tiers.constructs.storage import private_bucket
 from inference_tiers.nag import acknowledge
 
 INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
@@ -98,20 +99,16 @@ class HyperPodInferenceOperator(Construct):
         self._cluster = cluster
         suffix = Names.unique_id(self)[-8:].lower()
 
-        self.tls_bucket = s3.Bucket(
+        self.tls_bucket = private_bucket(
             self,
             "TlsBucket",
-            # The managed policy's S3 statements cover only hyperpod-tls* buckets.
-            bucket_name=f"{TLS_BUCKET_PREFIX}{suffix}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
             # SSE-S3: the operator and the SageMaker endpoint read certificates with permissions from the
             # AWS managed policy, which grants no KMS key use.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            server_access_logs_bucket=access_logs_bucket,
-            server_access_logs_prefix="hyperpod-tls/" if access_logs_bucket else None,
+            key=None,
+            access_logs=access_logs_bucket,
+            access_logs_prefix="hyperpod-tls/",
+            # The managed policy's S3 statements cover only hyperpod-tls* buckets.
+            bucket_name=f"{TLS_BUCKET_PREFIX}{suffix}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
         )
 
         self.operator_role = self._service_account_role(

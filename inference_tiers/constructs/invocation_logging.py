@@ -22,6 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from inference_tiers.constructs.encryption import allow_log_encryption, retained_key
+from inference_tiers.constructs.storage import access_logs_bucket, private_bucket
 from inference_tiers.nag import acknowledge
 
 DEFAULT_OBJECT_EXPIRATION = Duration.days(365)
@@ -95,31 +96,16 @@ class ModelInvocationLogging(Construct):
         )
         allow_log_encryption(self.kms_key, self, "*")
 
-        # Server access logs need SSE-S3 on their target bucket (which is not logged itself: that would recurse). Object
-        # ownership is left to aws-cdk: a bucket policy for log delivery under the
-        # @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy flag (set in cdk.json), ACLs in apps without it.
-        self.access_logs_bucket = s3.Bucket(
-            self,
-            "AccessLogsBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)],
+        # The access-log bucket is not logged itself: that would recurse.
+        self.access_logs_bucket = access_logs_bucket(
+            self, "AccessLogsBucket", lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)]
         )
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.kms_key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="invocation-log-bucket/",
+            key=self.kms_key,
+            access_logs=self.access_logs_bucket,
+            access_logs_prefix="invocation-log-bucket/",
             lifecycle_rules=[
                 s3.LifecycleRule(
                     expiration=object_expiration,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -45,6 +45,7 @@ from inference_tiers.constructs.hyperpod_inference_operator import HyperPodInfer
 from inference_tiers.constructs.hyperpod_model_endpoint import HyperPodModelEndpoint
 from inference_tiers.constructs.hyperpod_network import HyperPodNetwork, hyperpod_ips_per_instance
 from inference_tiers.constructs.hyperpod_observability import HyperPodObservability
+from inference_tiers.constructs.storage import access_logs_bucket, private_bucket
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
 from inference_tiers.k8s.hyperpod_inference import (
     AutoScaling,
@@ -311,15 +312,7 @@ class HyperPodStack(Stack):
         return MISSING_CHART_PLACEHOLDER
 
     def _access_logs_bucket(self) -> s3.Bucket:
-        bucket = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        bucket = access_logs_bucket(self, "AccessLogs")
         acknowledge(
             bucket,
             "AwsSolutions-S1",
@@ -334,18 +327,8 @@ class HyperPodStack(Stack):
         if settings.model_bucket_name is not None:
             return s3.Bucket.from_bucket_name(self, "ModelBucket", settings.model_bucket_name)
         key = retained_key(self, "ModelKey", "Encrypts the HyperPod model weights bucket")
-        return s3.Bucket(
-            self,
-            "ModelBucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix="model-weights/",
+        return private_bucket(
+            self, "ModelBucket", key=key, access_logs=self.access_logs, access_logs_prefix="model-weights/"
         )
 
     def _model_source(self) -> ModelSource:

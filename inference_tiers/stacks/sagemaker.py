@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -45,6 +45,7 @@ from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_
 from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker_weights import ModelWeights
+from inference_tiers.constructs.storage import access_logs_bucket, private_bucket
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-SageMaker"
@@ -275,28 +276,13 @@ class SageMakerStack(Stack):
     def _bucket(self, construct_id: str) -> s3.Bucket:
         """A KMS-encrypted, TLS-only, retained bucket whose access logs go to the stack's log bucket."""
         if self.access_logs is None:
-            self.access_logs = s3.Bucket(
-                self,
-                "AccessLogs",
-                # Server access logs can only be delivered to SSE-S3 buckets.
-                encryption=s3.BucketEncryption.S3_MANAGED,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                enforce_ssl=True,
-                versioned=True,
-                removal_policy=RemovalPolicy.RETAIN,
-            )
-        return s3.Bucket(
+            self.access_logs = access_logs_bucket(self, "AccessLogs")
+        return private_bucket(
             self,
             construct_id,
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix=f"{construct_id}/",
-            removal_policy=RemovalPolicy.RETAIN,
+            key=self.key,
+            access_logs=self.access_logs,
+            access_logs_prefix=f"{construct_id}/",
         )
 
     def _weights(self, settings: SageMakerSettings) -> ModelWeights:
