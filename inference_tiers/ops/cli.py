@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,7 +116,9 @@ def load_context(cdk_json: Path | None, overrides: Sequence[str], tier: str) -> 
 
 
 def tier_requirements(context: dict[str, Any], tier: str) -> AccountRequirements:
-    # Imported here: the tier registry loads aws-cdk-lib, which advise and smoke do not need.
+    # Imported here: the tier registry loads aws-cdk-lib, which advise and smoke do not need. Its jsii
+    # runtime prints a Node.js end-of-life banner on Node 20 unless told the version is known.
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from inference_tiers.app_factory import parse_app_config
 
     settings = parse_app_config(context).settings[tier]
