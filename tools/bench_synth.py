@@ -40,7 +40,6 @@ def synth_seconds(app_dir: Path, args: list[str], outdir: Path) -> float:
         [
             str(ROOT / "node_modules/.bin/cdk"),
             "synth",
-            "--all",
             "--quiet",
             "--no-notices",
             "-o",
