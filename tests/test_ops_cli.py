@@ -25,7 +25,7 @@ from tests.ops_helpers import StubClients, client_error
 
 @dataclass(frozen=True)
 class FakeSettings:
-    """A stand-in tier (the real ones are registered by their own branches)."""
+    """A stand-in tier with requirements these tests control (tests/test_ops_tiers.py runs the real ones)."""
 
     instance_type: str = setting(text(r"p5\.48xlarge|g6e\.12xlarge"), "node instance type")
     node_count: int = setting(integer(1, 8), "nodes")
