@@ -577,12 +577,20 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
     idle_alarm = policies[logical_id(scaling.idle_alarm)]["Properties"]
     assert idle_alarm["EvaluationPeriods"] == 45
     assert idle_alarm["ComparisonOperator"] == "LessThanOrEqualToThreshold"
-    expression, invocations = idle_alarm["Metrics"]
-    assert expression["Expression"] == "FILL(invocations, 0)"
-    assert invocations["MetricStat"]["Metric"]["MetricName"] == "Invocations"
-    assert invocations["MetricStat"]["Metric"]["Dimensions"] == [
-        {"Name": "InferenceComponentName", "Value": endpoint.inference_component_name}
-    ]
+    expression, *inputs = idle_alarm["Metrics"]
+    # Requests that found no copy count as demand: after a scale-in to zero they put the idle alarm back to
+    # OK, so its policy stops setting 0 copies while the copy added for them starts.
+    assert expression["Expression"] == "FILL(invocations, 0) + FILL(noCapacity, 0)"
+    assert {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in inputs} == {
+        "invocations": "Invocations",
+        "noCapacity": "NoCapacityInvocationFailures",
+    }
+    for metric in inputs:
+        assert metric["MetricStat"]["Metric"]["Namespace"] == "AWS/SageMaker"
+        assert metric["MetricStat"]["Metric"]["Dimensions"] == [
+            {"Name": "InferenceComponentName", "Value": endpoint.inference_component_name}
+        ]
+        assert (metric["MetricStat"]["Stat"], metric["MetricStat"]["Period"]) == ("Sum", 60)
 
 
 def test_no_step_policies_without_scale_to_zero() -> None:
