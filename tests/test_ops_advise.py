@@ -308,6 +308,14 @@ def test_cheapest_fitting_instance_is_chosen() -> None:
     assert instance is not None and instance.name == "g6.xlarge"  # $0.8048/h, the cheapest 24 GiB GPU
 
 
+def test_the_chosen_instance_fits_at_the_requested_tp() -> None:
+    # 141 GB of bf16 weights over 2 GPUs: the cheapest type at TP2 must hold 70 GB per GPU (not a 48 GB L40S).
+    advice = advise(workload(), preset("llama-3.1-70b"), prices=PRICES, tp=2)
+    assert advice.sizing is not None and advice.sizing.tp == 2 and advice.sizing.fits
+    assert GPU_INSTANCE_TYPES[advice.sizing.instance_type].gpu_memory_gib >= 80
+    assert not any("does not fit" in reason for reason in advice.reasons)
+
+
 def test_own_model_needs_an_architecture() -> None:
     with pytest.raises(ValueError, match=r"--model or --hf-config"):
         advise(workload(model_source="own"), None, prices=PRICES)
