@@ -905,6 +905,10 @@ def test_target_concurrency_must_be_positive() -> None:
             r"alarm gpu_memory_percent: got 120; expected a percentage",
         ),
         (AlarmThresholds(disk_percent=0), r"alarm disk_percent: got 0; expected a percentage"),
+        (
+            AlarmThresholds(latency_slo=cdk.Duration.seconds(0)),
+            r"alarm latency_slo: got 0 ms; expected more than 0",
+        ),
     ],
 )
 def test_alarm_thresholds_out_of_range_are_rejected(thresholds: AlarmThresholds, message: str) -> None:
