@@ -953,3 +953,71 @@ def test_single_model_capacity_counts_instances() -> None:
     )
     assert capacity.gpus_per_copy == 8
     assert capacity.instances_for(3) == 3
+
+
+# --- the README's "Using the construct in another CDK app" example, as written there ---------------------------
+
+
+def test_readme_example_synthesizes_as_described() -> None:
+    from aws_cdk import Duration, Stack
+
+    class MyStack(Stack):
+        def __init__(self, scope: cdk.App, construct_id: str, **kwargs: Any) -> None:
+            super().__init__(scope, construct_id, **kwargs)
+            vpc = ec2.Vpc(self, "Vpc", max_azs=2)
+            llm = SageMakerLlmEndpoint(
+                self,
+                "Llm",
+                weights=ModelWeights.from_s3_uri("s3://my-models/qwen3-32b/"),
+                instance_types=["ml.g6e.12xlarge", "ml.g6e.24xlarge"],  # fallback pool
+                engine="vllm",
+                tensor_parallel_degree=4,
+                max_model_len=32768,
+                engine_args={"enable-prefix-caching": "true"},
+                vpc=vpc,
+                scaling=ScalingOptions(
+                    min_capacity=1,
+                    max_capacity=4,
+                    target_concurrency=8,
+                    scale_to_zero=True,
+                    idle_scale_in=Duration.hours(2),
+                ),
+            )
+            app_role = iam.Role(self, "App", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            llm.grant_invoke(app_role, bearer_token=True)
+            self.llm = llm
+            self.concurrency = llm.metric_concurrent_requests()
+
+    stack = MyStack(cdk.App(), "MyStack")
+    template = Template.from_stack(stack)
+    pools = variant(template)["InstancePools"]
+    assert [(p["InstanceType"], p["Priority"]) for p in pools] == [
+        ("ml.g6e.12xlarge", 1),
+        ("ml.g6e.24xlarge", 2),
+    ]
+    assert variant(template)["ManagedInstanceScaling"]["MinInstanceCount"] == 0
+    requirements = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]["Specification"]
+    assert requirements["ComputeResourceRequirements"]["NumberOfAcceleratorDevicesRequired"] == 4
+    env = environment(template)
+    assert env["SM_VLLM_MAX_MODEL_LEN"] == "32768" and env["SM_VLLM_ENABLE_PREFIX_CACHING"] == "true"
+    assert stack.llm.scaling.idle_alarm is not None
+    assert stack.concurrency.metric_name == "ConcurrentRequestsPerCopy"
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Action": [
+                                "sagemaker:InvokeEndpoint",
+                                "sagemaker:InvokeEndpointWithResponseStream",
+                                "sagemaker:CallWithBearerToken",
+                            ]
+                        }
+                    )
+                ]
+            },
+            "Roles": [{"Ref": logical_id(stack.node.find_child("App"))}],
+        },
+    )
