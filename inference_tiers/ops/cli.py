@@ -303,6 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:  # ConfigError, ModelError, PriceTableError, UsageError and sizing limits
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader closed the pipe early (| head): it has what it wanted. Point stdout at /dev/null so the
+        # interpreter's final flush does not print a second error, and leave without a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         return 130
 
