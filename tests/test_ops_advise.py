@@ -19,6 +19,7 @@ from inference_tiers.ops.models import (
     estimate_params_b,
     from_hf_config,
     preset,
+    with_params,
 )
 from inference_tiers.ops.pricing import PriceTableError, load_price_table
 
@@ -307,6 +308,14 @@ def test_cheapest_fitting_instance_is_chosen() -> None:
     assert instance is not None and instance.name == "g6.xlarge"  # $0.8048/h, the cheapest 24 GiB GPU
 
 
+def test_the_chosen_instance_fits_at_the_requested_tp() -> None:
+    # 141 GB of bf16 weights over 2 GPUs: the cheapest type at TP2 must hold 70 GB per GPU (not a 48 GB L40S).
+    advice = advise(workload(), preset("llama-3.1-70b"), prices=PRICES, tp=2)
+    assert advice.sizing is not None and advice.sizing.tp == 2 and advice.sizing.fits
+    assert GPU_INSTANCE_TYPES[advice.sizing.instance_type].gpu_memory_gib >= 80
+    assert not any("does not fit" in reason for reason in advice.reasons)
+
+
 def test_own_model_needs_an_architecture() -> None:
     with pytest.raises(ValueError, match=r"--model or --hf-config"):
         advise(workload(model_source="own"), None, prices=PRICES)
@@ -413,11 +422,39 @@ def test_advise_bad_input_exits_2_without_a_traceback(
     assert message in err and "Traceback" not in err
 
 
-def test_advise_bad_flag_value_is_an_argparse_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--concurrency", "0"], "expected a positive integer"),
+        (["--params-b", "0"], "argument --params-b: expected a number > 0, got '0'"),
+        (["--params-b", "-8"], "argument --params-b: expected a number > 0, got '-8'"),
+        (["--params-b", "nan"], "argument --params-b: expected a number > 0, got 'nan'"),
+    ],
+)
+def test_advise_bad_flag_value_is_an_argparse_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["advise", "--concurrency", "0"])
+        main(["advise", "--model", "qwen3-8b", *argv])
     assert exit_info.value.code == 2
-    assert "expected a positive integer" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_params_b_overrides_a_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    # qwen3-8b's weights are 8.2B x 2 bytes; --params-b 4 halves them (and the dense active count follows).
+    assert (
+        main(["advise", "--model", "qwen3-8b", "--params-b", "4", "--instance-type", "g6e.xlarge", "--json"])
+        == 0
+    )
+    sizing = json.loads(capsys.readouterr().out)["sizing"]
+    assert sizing["weights_bytes_per_gpu"] == 8_000_000_000
+
+
+def test_params_b_on_an_moe_preset_keeps_the_active_parameters() -> None:
+    model = with_params(preset("qwen3-30b-a3b"), 20)
+    assert (model.params_b, model.active_params_b) == (20, 3.3)
+    dense = with_params(preset("qwen3-8b"), 4)
+    assert (dense.params_b, dense.active_params_b) == (4, 4)
 
 
 def test_context_beyond_the_model_maximum_is_noted() -> None:

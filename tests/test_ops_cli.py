@@ -25,7 +25,7 @@ from tests.ops_helpers import StubClients, client_error
 
 @dataclass(frozen=True)
 class FakeSettings:
-    """A stand-in tier (the real ones are registered by their own branches)."""
+    """A stand-in tier with requirements these tests control (tests/test_ops_tiers.py runs the real ones)."""
 
     instance_type: str = setting(text(r"p5\.48xlarge|g6e\.12xlarge"), "node instance type")
     node_count: int = setting(integer(1, 8), "nodes")
@@ -285,3 +285,20 @@ def test_assumed_role_clients_use_the_returned_credentials_in_the_same_region() 
     credentials = assumed.session.get_credentials()
     assert (credentials.access_key, credentials.token, assumed.region) == ("ASIAX", "token", "eu-west-1")
     assert assumed.client("bedrock-runtime").meta.region_name == "eu-west-1"
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback() -> None:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "inference_tiers.ops.cli", "advise", "--model", "qwen3-8b"],
+        cwd=Path(__file__).parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # like `| head -0`: gone before the command writes
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err

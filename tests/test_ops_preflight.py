@@ -273,6 +273,77 @@ def test_reservations_access_denied(clients: StubClients) -> None:
     assert result.status == "warn"
 
 
+PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-week"
+PLAN_REQ = AccountRequirements(
+    instances=(InstanceNeed("sagemaker-endpoint", "ml.p5.48xlarge", 2),), capacity_reservation_ids=(PLAN_ARN,)
+)
+
+
+def _plan(
+    status: str, *, targets: tuple[str, ...] = ("endpoint",), itype: str = "ml.p5.48xlarge"
+) -> dict[str, object]:
+    return {
+        "TrainingPlanArn": PLAN_ARN,
+        "TrainingPlanName": "p5-week",
+        "Status": status,
+        "TotalInstanceCount": 2,
+        "TargetResources": list(targets),
+        "StartTime": datetime.datetime(2026, 12, 3, tzinfo=datetime.UTC),
+        "ReservedCapacitySummaries": [
+            {
+                "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/rc-1",
+                "InstanceType": itype,
+                "TotalInstanceCount": 2,
+                "Status": status,
+            }
+        ],
+    }
+
+
+def test_a_training_plan_arn_is_not_sent_to_ec2(clients: StubClients) -> None:
+    # SageMaker reservations are ARNs; DescribeCapacityReservations would reject them as malformed ids.
+    clients.stub("ec2")
+    assert preflight.check_capacity_reservations(clients, PLAN_REQ) == []
+    clients.assert_done()
+
+
+@pytest.mark.parametrize(
+    ("plan", "status", "text"),
+    [
+        (_plan("Active"), "pass", "ml.p5.48xlarge x2 for endpoint, Active"),
+        (_plan("Scheduled"), "warn", "starts 2026-12-03"),
+        (_plan("Expired"), "fail", "Expired"),
+        (_plan("Active", targets=("hyperpod-cluster",)), "fail", "the tier needs a plan for endpoint"),
+        (_plan("Active", itype="ml.p4d.24xlarge"), "fail", "the tier runs ml.p5.48xlarge"),
+    ],
+)
+def test_training_plan_states(clients: StubClients, plan: dict[str, object], status: str, text: str) -> None:
+    clients.stub("sagemaker").add_response("describe_training_plan", plan, {"TrainingPlanName": "p5-week"})
+    [result] = preflight.check_training_plans(clients, PLAN_REQ)
+    assert result.check == "training plan p5-week"
+    assert result.status == status and text in result.detail
+    clients.assert_done()
+
+
+def test_training_plan_not_found(clients: StubClients) -> None:
+    client_error(clients.stub("sagemaker"), "describe_training_plan", "ResourceNotFound")
+    [result] = preflight.check_training_plans(clients, PLAN_REQ)
+    assert result.status == "fail" and "not found in us-east-1" in result.detail
+
+
+def test_training_plan_access_denied_names_the_permission(clients: StubClients) -> None:
+    client_error(clients.stub("sagemaker"), "describe_training_plan", "AccessDeniedException")
+    [result] = preflight.check_training_plans(clients, PLAN_REQ)
+    assert result.status == "warn" and "sagemaker:DescribeTrainingPlan" in result.fix
+
+
+def test_other_sagemaker_reservation_arns_are_a_warning(clients: StubClients) -> None:
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:reserved-capacity/rc-1"
+    req = AccountRequirements(capacity_reservation_ids=(arn, "cr-0123456789abcdef0"))
+    [result] = preflight.check_training_plans(clients, req)
+    assert result.status == "warn" and "not a training-plan ARN" in result.detail
+
+
 # --- Bedrock -------------------------------------------------------------------------------------------------------
 
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"

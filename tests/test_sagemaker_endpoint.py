@@ -577,12 +577,20 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
     idle_alarm = policies[logical_id(scaling.idle_alarm)]["Properties"]
     assert idle_alarm["EvaluationPeriods"] == 45
     assert idle_alarm["ComparisonOperator"] == "LessThanOrEqualToThreshold"
-    expression, invocations = idle_alarm["Metrics"]
-    assert expression["Expression"] == "FILL(invocations, 0)"
-    assert invocations["MetricStat"]["Metric"]["MetricName"] == "Invocations"
-    assert invocations["MetricStat"]["Metric"]["Dimensions"] == [
-        {"Name": "InferenceComponentName", "Value": endpoint.inference_component_name}
-    ]
+    expression, *inputs = idle_alarm["Metrics"]
+    # Requests that found no copy count as demand: after a scale-in to zero they put the idle alarm back to
+    # OK, so its policy stops setting 0 copies while the copy added for them starts.
+    assert expression["Expression"] == "FILL(invocations, 0) + FILL(noCapacity, 0)"
+    assert {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in inputs} == {
+        "invocations": "Invocations",
+        "noCapacity": "NoCapacityInvocationFailures",
+    }
+    for metric in inputs:
+        assert metric["MetricStat"]["Metric"]["Namespace"] == "AWS/SageMaker"
+        assert metric["MetricStat"]["Metric"]["Dimensions"] == [
+            {"Name": "InferenceComponentName", "Value": endpoint.inference_component_name}
+        ]
+        assert (metric["MetricStat"]["Stat"], metric["MetricStat"]["Period"]) == ("Sum", 60)
 
 
 def test_no_step_policies_without_scale_to_zero() -> None:
@@ -897,6 +905,10 @@ def test_target_concurrency_must_be_positive() -> None:
             r"alarm gpu_memory_percent: got 120; expected a percentage",
         ),
         (AlarmThresholds(disk_percent=0), r"alarm disk_percent: got 0; expected a percentage"),
+        (
+            AlarmThresholds(latency_slo=cdk.Duration.seconds(0)),
+            r"alarm latency_slo: got 0 ms; expected more than 0",
+        ),
     ],
 )
 def test_alarm_thresholds_out_of_range_are_rejected(thresholds: AlarmThresholds, message: str) -> None:
@@ -941,3 +953,71 @@ def test_single_model_capacity_counts_instances() -> None:
     )
     assert capacity.gpus_per_copy == 8
     assert capacity.instances_for(3) == 3
+
+
+# --- the README's "Using the construct in another CDK app" example, as written there ---------------------------
+
+
+def test_readme_example_synthesizes_as_described() -> None:
+    from aws_cdk import Duration, Stack
+
+    class MyStack(Stack):
+        def __init__(self, scope: cdk.App, construct_id: str, **kwargs: Any) -> None:
+            super().__init__(scope, construct_id, **kwargs)
+            vpc = ec2.Vpc(self, "Vpc", max_azs=2)
+            llm = SageMakerLlmEndpoint(
+                self,
+                "Llm",
+                weights=ModelWeights.from_s3_uri("s3://my-models/qwen3-32b/"),
+                instance_types=["ml.g6e.12xlarge", "ml.g6e.24xlarge"],  # fallback pool
+                engine="vllm",
+                tensor_parallel_degree=4,
+                max_model_len=32768,
+                engine_args={"enable-prefix-caching": "true"},
+                vpc=vpc,
+                scaling=ScalingOptions(
+                    min_capacity=1,
+                    max_capacity=4,
+                    target_concurrency=8,
+                    scale_to_zero=True,
+                    idle_scale_in=Duration.hours(2),
+                ),
+            )
+            app_role = iam.Role(self, "App", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+            llm.grant_invoke(app_role, bearer_token=True)
+            self.llm = llm
+            self.concurrency = llm.metric_concurrent_requests()
+
+    stack = MyStack(cdk.App(), "MyStack")
+    template = Template.from_stack(stack)
+    pools = variant(template)["InstancePools"]
+    assert [(p["InstanceType"], p["Priority"]) for p in pools] == [
+        ("ml.g6e.12xlarge", 1),
+        ("ml.g6e.24xlarge", 2),
+    ]
+    assert variant(template)["ManagedInstanceScaling"]["MinInstanceCount"] == 0
+    requirements = only(template, "AWS::SageMaker::InferenceComponent")["Properties"]["Specification"]
+    assert requirements["ComputeResourceRequirements"]["NumberOfAcceleratorDevicesRequired"] == 4
+    env = environment(template)
+    assert env["SM_VLLM_MAX_MODEL_LEN"] == "32768" and env["SM_VLLM_ENABLE_PREFIX_CACHING"] == "true"
+    assert stack.llm.scaling.idle_alarm is not None
+    assert stack.concurrency.metric_name == "ConcurrentRequestsPerCopy"
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Action": [
+                                "sagemaker:InvokeEndpoint",
+                                "sagemaker:InvokeEndpointWithResponseStream",
+                                "sagemaker:CallWithBearerToken",
+                            ]
+                        }
+                    )
+                ]
+            },
+            "Roles": [{"Ref": logical_id(stack.node.find_child("App"))}],
+        },
+    )

@@ -132,6 +132,11 @@ class AlarmThresholds:
             raise ValueError(
                 f"alarm error_rate: got {self.error_rate}; expected a fraction in (0, 1], e.g. 0.01"
             )
+        if not self.latency_slo.to_milliseconds() > 0:
+            # A zero threshold would keep the latency alarm, a deployment rollback alarm, always in ALARM.
+            raise ValueError(
+                f"alarm latency_slo: got {self.latency_slo.to_milliseconds():g} ms; expected more than 0"
+            )
         for name, value in (
             ("gpu_memory_percent", self.gpu_memory_percent),
             ("disk_percent", self.disk_percent),

@@ -11,7 +11,8 @@ backlog metrics exist only for asynchronous endpoints).
   ``sagemaker:variant:DesiredInstanceCount``, metric ``SageMakerVariantConcurrentRequestsPerModelHighResolution``.
 - Scale-to-zero (inference components only): minimum 0 copies, and a step-scaling policy adds a copy when
   ``NoCapacityInvocationFailures`` is reported, because target tracking cannot scale out from zero copies
-  (there is no per-copy concurrency to track). An optional idle policy sets 0 copies after a quiet period.
+  (there is no per-copy concurrency to track). An optional idle policy sets 0 copies after a period with
+  no requests, served or failed for lack of a copy.
 
 App Auto Scaling uses its service-linked role (AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint).
 """
@@ -191,18 +192,25 @@ class ConcurrencyScaling(Construct):
         )
         self.idle_scale_in.add_adjustment(adjustment=0, upper_bound=0)
         minutes = int(options.idle_scale_in.to_minutes())
-        # No traffic publishes no datapoints: FILL turns the gaps into zeros so the alarm sees a quiet period.
+        # Demand is served requests plus those that found no copy. Counting only invocations would keep this
+        # alarm in ALARM after a scale-in to zero, and App Auto Scaling re-runs a step policy while its alarm
+        # stays in ALARM: it would set 0 copies again while the copy added for a no-capacity request is still
+        # starting. One minute with a failed request puts the alarm back to OK. No traffic publishes no
+        # datapoints: FILL turns the gaps into zeros so the alarm sees a quiet period.
         self.idle_alarm = cloudwatch.Alarm(
             self,
             "IdleAlarm",
-            alarm_description=f"No invocations for {minutes} minutes: release every model copy.",
+            alarm_description=f"No requests for {minutes} minutes: release every model copy.",
             metric=cloudwatch.MathExpression(
-                expression="FILL(invocations, 0)",
+                expression="FILL(invocations, 0) + FILL(noCapacity, 0)",
                 using_metrics={
-                    "invocations": metrics.invocations().with_(statistic="Sum", period=Duration.minutes(1))
+                    "invocations": metrics.invocations().with_(statistic="Sum", period=Duration.minutes(1)),
+                    "noCapacity": metrics.no_capacity_invocation_failures().with_(
+                        statistic="Sum", period=Duration.minutes(1)
+                    ),
                 },
                 period=Duration.minutes(1),
-                label="Invocations (gaps as 0)",
+                label="Requests, served or not (gaps as 0)",
             ),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,

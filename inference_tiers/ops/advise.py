@@ -1,8 +1,9 @@
 """``inference-tiers advise``: recommend a tier from the decision path the library encodes (offline).
 
-The path (DESIGN.md): foundation models -> ``bedrock``. Own, fine-tuned or open weights -> ``sagemaker``,
-unless the team already runs EKS with steady traffic (``hyperpod``), or prompts are long enough and the network
-fast enough that prefill/decode disaggregation pays, or the model does not fit one node (``disaggregated``).
+The path (README, "The inference-tiers command"): foundation models -> ``bedrock``. Own, fine-tuned or open
+weights -> ``sagemaker``, unless the team already runs EKS with steady traffic (``hyperpod``), or prompts are long
+enough and the network fast enough that prefill/decode disaggregation pays, or the model does not fit one node
+(``disaggregated``).
 """
 
 from __future__ import annotations
@@ -71,11 +72,20 @@ class Advice:
 
 
 def choose_instance(
-    model: ModelArchitecture, *, kv_dtype: str, weight_dtype: str, context_tokens: int, prices: PriceTable
+    model: ModelArchitecture,
+    *,
+    kv_dtype: str,
+    weight_dtype: str,
+    context_tokens: int,
+    prices: PriceTable,
+    tp: int | None = None,
 ) -> GpuInstanceType | None:
-    """The cheapest known instance type (by the price table) where the weights and one full request fit."""
+    """The cheapest known instance type (by the price table) where the weights and one full request fit, at
+    tensor-parallel degree ``tp`` (default: every GPU of each type; types with fewer GPUs than ``tp`` skipped)."""
     candidates = []
     for instance in GPU_INSTANCE_TYPES.values():
+        if tp is not None and tp > instance.gpus:
+            continue
         price = prices.hourly(instance.name)
         sizing = size_kv(
             model,
@@ -83,6 +93,7 @@ def choose_instance(
             weight_dtype=weight_dtype,
             context_tokens=context_tokens,
             instance=instance,
+            tp=tp,
         )
         if price is not None and sizing.fits:
             candidates.append((price[0], instance.name, instance))
@@ -135,6 +146,7 @@ def advise(
             weight_dtype=weight_dtype,
             context_tokens=workload.context_tokens,
             prices=prices,
+            tp=tp,
         )
     if instance is None:
         # Nothing in the table holds the weights plus one request: multi-node serving on whole EFA nodes.

@@ -27,7 +27,7 @@ from inference_tiers.ops.advise import MODEL_SOURCES, TRAFFIC_SHAPES, Workload, 
 from inference_tiers.ops.checks import CheckResult, Clients
 from inference_tiers.ops.disaggregation import DEFAULT_MFU, NETWORKS
 from inference_tiers.ops.kv_cache import KV_DTYPES, WEIGHT_DTYPES
-from inference_tiers.ops.models import PRESETS, from_hf_config, preset
+from inference_tiers.ops.models import PRESETS, from_hf_config, preset, with_params
 from inference_tiers.ops.pricing import load_price_table
 from inference_tiers.ops.smoke import BLOCKED_PROMPT, STACK_NAMES, StackError, run_smoke
 
@@ -42,6 +42,16 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return int(text)
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
 
 
 def _fraction(text: str) -> float:
@@ -65,6 +75,8 @@ def _advise(args: argparse.Namespace) -> int:
         model = from_hf_config(args.hf_config, params_b=args.params_b)
     elif args.model:
         model = preset(args.model)
+        if args.params_b is not None:
+            model = with_params(model, args.params_b)
     workload = Workload(
         args.model_source,
         args.runs_eks,
@@ -202,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--model", help=f"architecture preset: {', '.join(PRESETS)}")
     a.add_argument("--hf-config", type=Path, help="a Hugging Face config.json instead of a preset")
     a.add_argument(
-        "--params-b", type=float, help="parameters in billions (default: from the preset / estimated)"
+        "--params-b",
+        type=_positive_number,
+        help="parameters in billions (default: the preset's, or estimated from --hf-config)",
     )
     a.add_argument("--runs-eks", action="store_true", help="the team already operates EKS")
     a.add_argument(
@@ -289,6 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:  # ConfigError, ModelError, PriceTableError, UsageError and sizing limits
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader closed the pipe early (| head): it has what it wanted. Point stdout at /dev/null so the
+        # interpreter's final flush does not print a second error, and leave without a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         return 130
 

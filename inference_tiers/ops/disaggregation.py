@@ -13,7 +13,7 @@ Both thresholds are this library's rule of thumb, not measurements; pass your ow
 Bandwidth: the measured Mooncake Transfer Engine figure over EFA is the practical ceiling (p5.48xlarge GPU to
 GPU 388.9 GB/s, p5en.48xlarge 365.7 GB/s; other EFA instances: their line rate scaled by p5's measured
 388.9/400 efficiency) and TCP is the floor (9.5 GB/s, Mooncake's iperf3 baseline with 8 streams, PR #1509, or
-the instance's line rate when lower). Figures: reference/tier4-eks-mooncake.md §4.2 and §4.4.
+the instance's line rate when lower). EFA figures: Mooncake docs/source/design/transfer-engine/efa_transport.md.
 
 Prefill FLOPs: ``2 x active parameters x tokens`` for the linear layers plus ``2 x layers x tokens^2 x
 attention width`` for causal attention (QK^T and AV, halved by the causal mask); time at ``mfu`` of the

@@ -3,7 +3,8 @@
 ``bytes_per_token = 2 (K and V) x layers x kv_heads x head_dim x bytes_per_element``. Under tensor parallelism
 of degree ``tp`` each GPU holds ``ceil(kv_heads / tp)`` of the KV heads (heads are replicated, not split, once
 ``tp`` exceeds the KV head count). Anchors: Llama-3-70B in bf16 is 320 KiB per token, 40 GiB at 128K;
-Qwen3-8B at 32K is 4.5 GiB, which matches Mooncake's measured 4.50 GB transfer (reference/tier4-eks-mooncake.md).
+Qwen3-8B at 32K is 4.5 GiB, which matches Mooncake's measured 4.50 GB transfer (Mooncake
+docs/source/performance/vllm/vllm-v1-pd-performance.md).
 """
 
 from __future__ import annotations

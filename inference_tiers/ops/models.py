@@ -8,7 +8,7 @@ parameter counts are the ones on the model cards.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,15 @@ def preset(name: str) -> ModelArchitecture:
             f"model {name!r}: expected one of {', '.join(sorted(PRESETS))} "
             "(or pass --hf-config PATH to a Hugging Face config.json)"
         ) from None
+
+
+def with_params(model: ModelArchitecture, params_b: float) -> ModelArchitecture:
+    """``model`` with ``params_b`` billion parameters (a dense model's active parameters follow; an MoE
+    model keeps its active count, which the total does not determine)."""
+    dense = model.active_params_b == model.params_b
+    return replace(
+        model, params_b=params_b, active_params_b=params_b if dense else min(model.active_params_b, params_b)
+    )
 
 
 def _int(config: dict[str, Any], path: Path, *keys: str) -> int:

@@ -185,12 +185,18 @@ def check_sagemaker_quotas(clients: Clients, req: AccountRequirements) -> list[C
     return results
 
 
+def _ec2_reservation_ids(req: AccountRequirements) -> list[str]:
+    """EC2 Capacity Reservation / Capacity Block ids (``cr-...``); SageMaker ARNs go to the training-plan check."""
+    return [rid for rid in req.capacity_reservation_ids if not rid.startswith("arn:")]
+
+
 def check_capacity_reservations(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
     """Configured On-Demand Capacity Reservations / Capacity Blocks exist, match and are (or will be) active."""
     name = "capacity reservations"
     ec2 = clients.client("ec2")
     types = sorted({_ec2_name(n.instance_type) for n in req.instances if n.service == "ec2"})
-    if not req.capacity_reservation_ids:
+    reservation_ids = _ec2_reservation_ids(req)
+    if not reservation_ids:
         if not types:
             return []
         try:
@@ -214,7 +220,7 @@ def check_capacity_reservations(clients: Clients, req: AccountRequirements) -> l
             )
         ]
     try:
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=list(req.capacity_reservation_ids))[
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=reservation_ids)[
             "CapacityReservations"
         ]
     except ClientError as error:
@@ -223,7 +229,7 @@ def check_capacity_reservations(clients: Clients, req: AccountRequirements) -> l
                 CheckResult(
                     name,
                     "fail",
-                    f"{error_code(error)}: {', '.join(req.capacity_reservation_ids)}",
+                    f"{error_code(error)}: {', '.join(reservation_ids)}",
                     "check the reservation ids and the Region (aws ec2 describe-capacity-reservations)",
                 )
             ]
@@ -265,6 +271,90 @@ def check_capacity_reservations(clients: Clients, req: AccountRequirements) -> l
                 CheckResult(name, "fail", detail, "buy or create a new reservation and update the config")
             )
     return results
+
+
+def check_training_plans(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
+    """Configured SageMaker training plans exist, serve this tier's resources and instance types, and are active."""
+    results = []
+    for arn in req.capacity_reservation_ids:
+        if not arn.startswith("arn:"):
+            continue
+        resource = arn.split(":", 5)[-1]
+        kind, _, plan = resource.partition("/")
+        name = f"training plan {plan or arn}"
+        if kind != "training-plan" or not plan:
+            results.append(
+                CheckResult(
+                    name,
+                    "warn",
+                    f"{arn}: not a training-plan ARN, so this command cannot check it",
+                    "check it in the SageMaker console (Training plans) before deploying",
+                )
+            )
+            continue
+        try:
+            found = clients.client("sagemaker").describe_training_plan(TrainingPlanName=plan)
+        except ClientError as error:
+            if error_code(error) in ("ResourceNotFound", "ValidationException"):
+                results.append(
+                    CheckResult(
+                        name,
+                        "fail",
+                        f"not found in {clients.region} ({error_code(error)})",
+                        "check the ARN and the Region (aws sagemaker list-training-plans)",
+                    )
+                )
+            else:
+                results.append(could_not_check(name, error, "sagemaker:DescribeTrainingPlan"))
+            continue
+        results.append(_training_plan_result(name, found, req))
+    return results
+
+
+def _training_plan_result(name: str, plan: dict[str, Any], req: AccountRequirements) -> CheckResult:
+    services = {n.service for n in req.instances}
+    targets = set(plan.get("TargetResources", []))
+    needed = sorted(
+        target
+        for service, target in (
+            ("sagemaker-endpoint", "endpoint"),
+            ("sagemaker-hyperpod", "hyperpod-cluster"),
+        )
+        if service in services and target not in targets
+    )
+    types = sorted({n.instance_type for n in req.instances if n.service in SAGEMAKER_QUOTA_SUFFIX})
+    plan_types = sorted(
+        {s["InstanceType"] for s in plan.get("ReservedCapacitySummaries", []) if "InstanceType" in s}
+    )
+    status = plan.get("Status", "?")
+    detail = (
+        f"{', '.join(plan_types) or '?'} x{plan.get('TotalInstanceCount', '?')} for "
+        f"{', '.join(sorted(targets)) or '?'}, {status}"
+    )
+    if needed:
+        return CheckResult(
+            name,
+            "fail",
+            f"{detail}; the tier needs a plan for {', '.join(needed)}",
+            "buy a training plan whose target resources include " + ", ".join(needed),
+        )
+    if plan_types and types and not set(plan_types) & set(types):
+        return CheckResult(
+            name,
+            "fail",
+            f"{detail}; the tier runs {', '.join(types)}",
+            "list the plan's instance type in the tier's instance types",
+        )
+    if status == "Active":
+        return CheckResult(name, "pass", detail)
+    if status in ("Pending", "Scheduled"):
+        return CheckResult(
+            name,
+            "warn",
+            f"{detail} (starts {plan.get('StartTime', '?')})",
+            "deploy after the plan becomes Active, or instances cannot be placed",
+        )
+    return CheckResult(name, "fail", detail, "buy a new training plan and update the config")
 
 
 def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
@@ -435,6 +525,7 @@ CHECKS: tuple[Callable[[Clients, AccountRequirements], list[CheckResult]], ...] 
     check_ec2_quotas,
     check_sagemaker_quotas,
     check_capacity_reservations,
+    check_training_plans,
     check_bedrock,
     check_eks_version,
 )
