@@ -312,6 +312,11 @@ def test_default_settings_and_account_requirements() -> None:
         ({"capacity_reservation_id": "cr-xyz"}, "capacity_reservation_id", r"capacity reservation id"),
         ({"availability_zones": '["us-east-1a", "us-east-1a"]'}, "availability_zones", r"two different"),
         ({"availability_zones": '["us-east-1a"]'}, "availability_zones", r"2 to 2 items"),
+        (
+            {"availability_zones": '["us-east-1a", "us-west-2a"]'},
+            "availability_zones",
+            r"two different AZ names of the same region",
+        ),
         ({"public_endpoint_cidrs": "10.0.0.1/8"}, "public_endpoint_cidrs[0]", r"IPv4 CIDR"),
         ({"admin_principal_arn": "Admin"}, "admin_principal_arn", r"IAM role or user ARN"),
         ({"prefill_nodes": "0"}, "prefill_nodes", r"integer from 1 to 32"),

@@ -441,7 +441,27 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ),
         ({"hyperpod.min_replicas": 3}, r"hyperpod.min_replicas.*at most max_replicas"),
         ({"hyperpod.availability_zone_id": "us-west-2a"}, r"hyperpod.availability_zone_id"),
-        ({"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"}, r"public_endpoint_cidrs: got '10.0.0.300/8'"),
+        (
+            {"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"},
+            r"'hyperpod.public_endpoint_cidrs\[0\]': got '10.0.0.300/8'; expected an IPv4 CIDR block",
+        ),
+        # Larger than the largest VPC AWS allows, and too small for two public /24 and two private /20.
+        (
+            {"hyperpod.vpc_cidr": "10.0.0.0/8"},
+            r"'hyperpod.vpc_cidr': got '10.0.0.0/8'; expected .* /16 to /18",
+        ),
+        (
+            {"hyperpod.vpc_cidr": "10.192.0.0/19"},
+            r"'hyperpod.vpc_cidr': got '10.192.0.0/19'; expected .* /16 to /18",
+        ),
+        ({"hyperpod.vpc_cidr": "10.192.0.1/16"}, r"'hyperpod.vpc_cidr': got '10.192.0.1/16'"),
+        ({"hyperpod.hyperpod_subnet_cidr": "10.1.0.0/29"}, r"'hyperpod.hyperpod_subnet_cidr'.* /16 to /28"),
+        ({"hyperpod.model_bucket_name": "my..weights"}, r"'hyperpod.model_bucket_name': got 'my..weights'"),
+        (
+            {"hyperpod.model_bucket_name": "my-.weights"},
+            r"'hyperpod.model_bucket_name'.*no '..', '.-' or '-.'",
+        ),
+        ({"hyperpod.model_bucket_name": "192.168.5.4"}, r"'hyperpod.model_bucket_name'.*not an IP address"),
         ({"hyperpod.instance_type": "ml.t3.medium"}, r"hyperpod.instance_type"),
         (
             {"hyperpod.dependency_chart_dir": "/nonexistent/chart"},

@@ -6,10 +6,11 @@ the images, fills in deploy-time values (account, region, VPC CIDR) and applies 
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -30,6 +31,14 @@ VLLM_IMAGE_REPOSITORY = "inference-tiers/vllm-mooncake-efa"
 VLLM_IMAGE_TAG = "vllm0.33.0-mooncake0.3.13.post1-efa1.50.0"
 ROUTER_IMAGE_REPOSITORY = "inference-tiers/vllm-router"
 ROUTER_IMAGE_TAG = "0.1.17"
+
+
+def _is_ipv4_cidr(value: str) -> bool:
+    try:
+        ipaddress.IPv4Network(value)
+    except ValueError:
+        return False
+    return True
 
 
 def default_image_uri(repository: str, tag: str) -> str:
@@ -107,6 +116,13 @@ class DisaggregatedServing(Construct):
                 f"build_images: got True together with image_uri={image_uri!r} / "
                 f"router_image_uri={router_image_uri!r}; expected either build_images=True or image URIs"
             )
+
+        for cidr in allowed_cidrs or ():
+            if not Token.is_unresolved(cidr) and not _is_ipv4_cidr(cidr):
+                raise ValueError(
+                    f"allowed_cidrs: got {cidr!r}; expected IPv4 CIDR blocks such as 10.0.0.0/16 "
+                    "(the load balancer's loadBalancerSourceRanges)"
+                )
 
         self.vllm_image_asset: ecr_assets.DockerImageAsset | None = None
         self.router_image_asset: ecr_assets.DockerImageAsset | None = None

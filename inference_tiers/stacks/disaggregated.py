@@ -8,7 +8,6 @@ behind an internal NLB) and ``DisaggregatedMonitoring`` (Container Insights, das
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 from aws_cdk import Aws, CfnOutput, Stack
@@ -22,6 +21,7 @@ from inference_tiers.config import (
     boolean,
     choice,
     integer,
+    ipv4_cidr,
     items,
     number,
     optional,
@@ -61,17 +61,6 @@ _IMAGE_URI = optional(
         description="an image URI with a tag or digest",
     )
 )
-
-
-def _cidr(key: str, raw: object) -> str:
-    accepted = "an IPv4 CIDR block such as 203.0.113.0/24"
-    if not isinstance(raw, str):
-        raise ConfigError(key, raw, accepted)
-    try:
-        ipaddress.IPv4Network(raw)
-    except ValueError:
-        raise ConfigError(key, raw, accepted) from None
-    return raw
 
 
 @dataclass(frozen=True)
@@ -145,7 +134,7 @@ class DisaggregatedSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(_cidr, max_items=40),
+        items(ipv4_cidr(), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
 
@@ -188,9 +177,18 @@ class DisaggregatedSettings:
                 self.build_images,
                 "false when disaggregated.image_uri or disaggregated.router_image_uri is set (build or pull, not both)",
             )
-        if self.availability_zones is not None and len(set(self.availability_zones)) != 2:
+        if (
+            self.availability_zones is not None
+            and (
+                len(set(self.availability_zones)) != 2
+                # An AZ name is its region's name plus one letter; a VPC lives in one region.
+                or len({zone[:-1] for zone in self.availability_zones}) != 1
+            )
+        ):
             raise ConfigError(
-                "disaggregated.availability_zones", list(self.availability_zones), "two different AZ names"
+                "disaggregated.availability_zones",
+                list(self.availability_zones),
+                "two different AZ names of the same region",
             )
 
     @property

@@ -24,6 +24,7 @@ from inference_tiers.config import (
     boolean,
     choice,
     integer,
+    ipv4_cidr,
     items,
     number,
     optional,
@@ -77,9 +78,10 @@ class HyperPodSettings:
         text(r"[a-z]{2,4}[0-9]+-az[0-9]+", description="an Availability Zone ID such as usw2-az2"),
         "AZ ID of the HyperPod subnet: where the instance capacity (or training plan) is",
     )
-    vpc_cidr: str = setting(text(r"[0-9./]{9,18}", description="an IPv4 CIDR"), "primary VPC CIDR")
+    # /16 (the largest VPC AWS allows) to /18 (the smallest that holds two public /24 and two private /20).
+    vpc_cidr: str = setting(ipv4_cidr(16, 18), "primary VPC CIDR (EKS and load-balancer subnets)")
     hyperpod_subnet_cidr: str = setting(
-        text(r"[0-9./]{9,18}", description="an IPv4 CIDR"),
+        ipv4_cidr(16, 28),
         "secondary VPC CIDR used whole as the HyperPod subnet (81 IPs per ml.p5.48xlarge)",
     )
     instance_type: str = setting(choice(*_ML_GPU_TYPES), "instance type of the HyperPod instance group")
@@ -105,7 +107,7 @@ class HyperPodSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(text(r"[0-9./]{9,18}", description="an IPv4 CIDR such as 203.0.113.0/24"), max_items=40),
+        items(ipv4_cidr(), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
     )
     model_name: str = setting(
@@ -114,7 +116,13 @@ class HyperPodSettings:
     )
     model_source: str = setting(choice("s3", "fsx"), "where the weights are: s3 or fsx")
     model_bucket_name: str | None = setting(
-        optional(text(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", description="an S3 bucket name")),
+        optional(
+            text(
+                r"(?!\d+\.\d+\.\d+\.\d+$)(?!.*(\.\.|\.-|-\.))[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
+                description="an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', no '..', '.-' or "
+                "'-.', not an IP address",
+            )
+        ),
         "existing bucket with the weights; null: the stack creates one",
     )
     model_location: str = setting(text(max_length=1024), "S3 prefix or FSx directory of the weights")
