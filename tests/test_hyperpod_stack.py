@@ -352,6 +352,58 @@ def test_execution_role_is_least_privilege(template: Mapping[str, Any]) -> None:
             )
 
 
+_CHANGES_OWN_RESOURCES_ONLY = {
+    "elasticloadbalancing:DeleteLoadBalancer",
+    "elasticloadbalancing:DeleteTargetGroup",
+    "elasticloadbalancing:ModifyLoadBalancerAttributes",
+    "elasticloadbalancing:ModifyTargetGroup",
+    "elasticloadbalancing:SetSecurityGroups",
+    "ec2:DeleteSecurityGroup",
+}
+
+
+def test_load_balancer_controller_changes_only_what_it_tagged(template: Mapping[str, Any]) -> None:
+    config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
+    role = config["alb"]["serviceAccount"]["roleArn"].removeprefix("${").removesuffix(".Arn}")
+    statements = [
+        s
+        for p in logical_ids(template, "AWS::IAM::Policy")
+        if {"Ref": role} in _resource(template, p)["Properties"]["Roles"]
+        for s in _resource(template, p)["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    by_sid = {s["Sid"]: s for s in statements}
+    owned = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+    granted_unconditionally = set()
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not any(a.endswith(":*") or a == "*" for a in actions), statement
+        if "Condition" not in statement:
+            granted_unconditionally.update(actions)
+        elif set(actions) & _CHANGES_OWN_RESOURCES_ONLY:
+            assert statement["Condition"] == owned, statement
+    assert _CHANGES_OWN_RESOURCES_ONLY.isdisjoint(granted_unconditionally)
+    # Tags: the ownership tag is set at creation only and can never be added to or removed from other resources.
+    assert not {"elasticloadbalancing:AddTags", "ec2:CreateTags", "ec2:DeleteTags"} & {
+        a
+        for s in statements
+        if "Condition" not in s and "loadbalancer/*" in json.dumps(s["Resource"])
+        for a in s["Action"]
+    }
+    assert by_sid["CreateTaggedLoadBalancers"]["Condition"] == {
+        "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+    }
+    assert by_sid["TagSecurityGroupsAtCreation"]["Condition"]["StringEquals"] == {
+        "ec2:CreateAction": "CreateSecurityGroup"
+    }
+    for sid in ("RetagOwnLoadBalancers", "RetagOwnSecurityGroups"):
+        assert by_sid[sid]["Condition"] == {
+            "Null": {
+                "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
+                "aws:ResourceTag/elbv2.k8s.aws/cluster": "false",
+            }
+        }
+
+
 # ---- outputs, chart packaging, settings -------------------------------------------------------------------
 
 
