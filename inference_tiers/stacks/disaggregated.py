@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from inference_tiers.config import (
@@ -37,9 +37,12 @@ from inference_tiers.constructs.efa_node_group import (
     EfaNodeGroup,
 )
 from inference_tiers.constructs.eks_cluster import (
+    DEFAULT_SYSTEM_NODE_COUNT,
+    DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
+    PRINCIPAL_ARN_PATTERN,
     EksCluster,
     as_cluster_ref,
 )
@@ -49,8 +52,6 @@ from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Disaggregated"
-SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
-SYSTEM_NODE_COUNT = 2
 
 _EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 _AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
@@ -127,7 +128,7 @@ class DisaggregatedSettings:
     admin_principal_arn: str | None = setting(
         optional(
             text(
-                r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+",
+                PRINCIPAL_ARN_PATTERN,
                 description="an IAM role or user ARN",
             )
         ),
@@ -208,7 +209,7 @@ class DisaggregatedSettings:
         return AccountRequirements(
             instances=(
                 InstanceNeed("ec2", self.instance_type, self.gpu_nodes),
-                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+                InstanceNeed("ec2", DEFAULT_SYSTEM_NODE_INSTANCE_TYPE, DEFAULT_SYSTEM_NODE_COUNT),
             ),
             kubernetes_version=KUBERNETES_VERSION,
             capacity_reservation_ids=(self.capacity_reservation_id,) if self.capacity_reservation_id else (),
@@ -238,8 +239,6 @@ class DisaggregatedStack(Stack):
             vpc=self.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
-            system_node_count=SYSTEM_NODE_COUNT,
         )
         cluster = self.eks.cluster
         self.gpu_nodes = EfaNodeGroup(
@@ -288,11 +287,7 @@ class DisaggregatedStack(Stack):
         CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
 
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(
-            self,
-            "KubeconfigCommand",
-            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
-        )
+        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
 
 

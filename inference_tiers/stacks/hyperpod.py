@@ -31,7 +31,14 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, as_cluster_ref
+from inference_tiers.constructs.eks_cluster import (
+    DEFAULT_SYSTEM_NODE_COUNT,
+    DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
+    KUBERNETES_VERSION,
+    PRINCIPAL_ARN_PATTERN,
+    EksCluster,
+    as_cluster_ref,
+)
 from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.hyperpod_cluster import (
     DEEP_HEALTH_CHECKS,
@@ -63,9 +70,6 @@ from inference_tiers.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-HyperPod"
-# EKS system nodes for cluster services (coredns, the operator's controllers) next to the HyperPod nodes.
-SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
-SYSTEM_NODE_COUNT = 2
 _ML_GPU_TYPES = tuple(SAGEMAKER_PREFIX + name for name in GPU_INSTANCE_TYPES)
 _K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?"
 
@@ -101,9 +105,7 @@ class HyperPodSettings:
         "(synth works, deploy is blocked)",
     )
     admin_principal_arn: str | None = setting(
-        optional(
-            text(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+", description="an IAM role ARN")
-        ),
+        optional(text(PRINCIPAL_ARN_PATTERN, description="an IAM role or user ARN")),
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
@@ -206,7 +208,7 @@ class HyperPodSettings:
         return AccountRequirements(
             instances=(
                 InstanceNeed("sagemaker-hyperpod", self.instance_type, self.instance_count),
-                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+                InstanceNeed("ec2", DEFAULT_SYSTEM_NODE_INSTANCE_TYPE, DEFAULT_SYSTEM_NODE_COUNT),
             ),
             kubernetes_version=KUBERNETES_VERSION,
             availability_zone_ids=(self.availability_zone_id,),
@@ -246,8 +248,6 @@ class HyperPodStack(Stack):
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
-            system_node_count=SYSTEM_NODE_COUNT,
         )
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
@@ -409,11 +409,7 @@ class HyperPodStack(Stack):
         dashboard = self._dashboard()
         CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(
-            self,
-            "KubeconfigCommand",
-            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
-        )
+        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
         CfnOutput(
             self,
             "DashboardUrl",
