@@ -60,13 +60,13 @@ class DisaggregatedServing(Construct):
     :param name: prefix of every Kubernetes object (and the router's selectors). Default ``vllm-pd``.
     :param image_uri: vLLM image (vLLM + EFA user space + ``mooncake-transfer-engine-efa``). Default: the
         pinned tag ``inference-tiers/vllm-mooncake-efa:<VLLM_IMAGE_TAG>`` in the deploying account's ECR, built
-        from ``assets/disaggregated/vllm/Dockerfile`` (see docs).
+        from ``assets/disaggregated/vllm/Dockerfile`` (README, tier 4, "Images").
     :param router_image_uri: vllm-router image. Default: ``inference-tiers/vllm-router:0.1.17`` in the
         deploying account's ECR, built from ``assets/disaggregated/router/Dockerfile``.
     :param build_images: build both images from the Dockerfiles as CDK assets at deploy time (needs Docker
         where ``cdk deploy`` runs) instead of using the URIs. Default False.
     :param enable_kv_store: add ``mooncake_master`` and the shared KV pool (``MooncakeStoreConnector`` through
-        ``MultiConnector``). Default False (see docs: reported unstable upstream).
+        ``MultiConnector``). Default False (README, tier 4: reported unstable upstream, vLLM PR #56939).
     :param kv_store_segment_gib_per_rank: DRAM per GPU rank given to the pool. Default 32.
     :param hf_token_secret_name: Secret (key ``token``) with a Hugging Face token for gated models, created
         by you; None for public models. Default ``hf-token``.
