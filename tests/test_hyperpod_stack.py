@@ -574,6 +574,15 @@ def test_grafana_imported_bucket_variant_is_clean() -> None:
     workspace = only(logical_ids(template, "AWS::Grafana::Workspace"))
     assert _resource(template, workspace)["Properties"]["AuthenticationProviders"] == ["AWS_SSO"]
     assert "amgWorkspace" in _addon_config(template, "amazon-sagemaker-hyperpod-observability")
+    grafana_role = _resource(template, workspace)["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    unscoped = [
+        statement["Action"]
+        for policy in logical_ids(template, "AWS::IAM::Policy")
+        if {"Ref": grafana_role} in _resource(template, policy)["Properties"]["Roles"]
+        for statement in _resource(template, policy)["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Resource"] == "*"
+    ]
+    assert unscoped == ["aps:ListWorkspaces"]  # the one call without resource-level permissions
     (document,) = manifest_documents(template)
     assert document["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-weights"
     s3_csi = json.dumps(
