@@ -9,6 +9,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, InstanceNeed
@@ -401,6 +402,12 @@ def _node_group(cluster_stack: tuple[cdk.Stack, EksCluster], **kwargs: Any) -> E
         ({"node_count": 0}, r"node_count: got 0; expected an integer from 1 to 64"),
         ({"imds_hop_limit": 3}, r"imds_hop_limit: got 3; expected an integer from 1 to 2"),
         ({"root_volume_gib": 10}, r"root_volume_gib: got 10; expected an integer from 50"),
+        (
+            {"labels": {"bad key!": "x"}},
+            r"labels: got \{'bad key!': 'x'\}; expected a map of Kubernetes label",
+        ),
+        ({"labels": {"team": "not valid/value"}}, r"labels: got .*; expected a map of Kubernetes label"),
+        ({"labels": {"replicas": 2}}, r"labels: got \{'replicas': 2\}; expected .*label values \(strings\)"),
     ],
 )
 def test_invalid_efa_node_group_props_are_rejected(
@@ -424,6 +431,20 @@ def test_existing_placement_group_and_fewer_efa_devices(cluster_stack: tuple[cdk
     data = stack.resolve(group.launch_template.launch_template_data)
     assert data["placement"] == {"groupName": "odcr-pg"}
     assert [i["networkCardIndex"] for i in data["networkInterfaces"]] == [0, 0, 1, 2, 3]
+
+
+def test_extra_node_labels_join_the_managed_ones(cluster_stack: tuple[cdk.Stack, EksCluster]) -> None:
+    group = _node_group(cluster_stack, labels={"example.com/team": "inference", "tier": "p5_a-1.x"})
+    resource = group.nodegroup.node.default_child
+    assert isinstance(resource, eks.CfnNodegroup)
+    labels = cdk.Stack.of(group).resolve(resource.labels)
+    assert labels == {
+        "inference-tiers/node-pool": "gpu-efa",
+        "vpc.amazonaws.com/efa.present": "true",
+        "nvidia.com/gpu.present": "true",
+        "example.com/team": "inference",
+        "tier": "p5_a-1.x",
+    }
 
 
 @pytest.mark.parametrize(

@@ -200,7 +200,11 @@ class EksCluster(Construct):
         _validate_addon_versions(addon_versions)
         _validate_admin_principal_arns(admin_principal_arns)
         _validate_cidrs(public_endpoint_cidrs)
-        if not Token.is_unresolved(system_node_count) and not 1 <= system_node_count <= 10:
+        if not Token.is_unresolved(system_node_count) and (
+            isinstance(system_node_count, bool)
+            or not isinstance(system_node_count, int)
+            or not 1 <= system_node_count <= 10
+        ):
             raise ValueError(
                 f"EksCluster system_node_count: got {system_node_count!r}; expected an integer from 1 to 10"
             )
