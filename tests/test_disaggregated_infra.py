@@ -326,7 +326,9 @@ def test_default_settings_and_account_requirements() -> None:
             "build_images",
             r"false when disaggregated.image_uri",
         ),
-        ({"image_uri": "vllm-latest"}, "image_uri", r"an image URI with a tag or digest"),
+        ({"image_uri": "vllm-latest"}, "image_uri", r"a container image with a pinned tag"),
+        ({"image_uri": "public.ecr.aws/x/vllm:latest"}, "image_uri", r"pinned tag \(not latest\)"),
+        ({"router_image_uri": "localhost:5000/router"}, "router_image_uri", r"pinned tag .* or an @sha256"),
         ({"max_model_len": "100"}, "max_model_len", r"integer from 1024"),
     ],
 )

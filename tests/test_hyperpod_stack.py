@@ -508,6 +508,11 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ),
         ({"hyperpod.vpc_cidr": "10.192.0.1/16"}, r"'hyperpod.vpc_cidr': got '10.192.0.1/16'"),
         ({"hyperpod.hyperpod_subnet_cidr": "10.1.0.0/29"}, r"'hyperpod.hyperpod_subnet_cidr'.* /16 to /28"),
+        (
+            {"hyperpod.vllm_image": "vllm/vllm-openai:latest"},
+            r"'hyperpod.vllm_image'.*pinned tag \(not latest\)",
+        ),
+        ({"hyperpod.vllm_image": "vllm/vllm-openai"}, r"'hyperpod.vllm_image': got 'vllm/vllm-openai'"),
         ({"hyperpod.model_bucket_name": "my..weights"}, r"'hyperpod.model_bucket_name': got 'my..weights'"),
         (
             {"hyperpod.model_bucket_name": "my-.weights"},

@@ -25,6 +25,7 @@ from inference_tiers.config import (
     items,
     number,
     optional,
+    pinned_image,
     setting,
     text,
 )
@@ -55,13 +56,7 @@ STACK_NAME = "InferenceTiers-Disaggregated"
 
 _EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 _AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
-# registry/repository with a tag or a digest: a pinned image, never an implicit :latest.
-_IMAGE_URI = optional(
-    text(
-        r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
-        description="an image URI with a tag or digest",
-    )
-)
+_IMAGE_URI = optional(pinned_image())
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from inference_tiers.config import (
     items,
     number,
     optional,
+    pinned_image,
     setting,
     text,
 )
@@ -132,7 +133,7 @@ class HyperPodSettings:
         optional(text(r"fs-[0-9a-f]{8,21}", description="an FSx file system id")),
         "FSx for Lustre file system with the weights (model_source fsx)",
     )
-    vllm_image: str = setting(text(r"\S+:\S+", description="an image reference with a tag"), "vLLM image")
+    vllm_image: str = setting(pinned_image(), "vLLM image (a pinned tag or digest)")
     tensor_parallel_size: int | None = setting(
         optional(integer(1, 8)), "vLLM tensor parallelism; null: every GPU of the instance"
     )
