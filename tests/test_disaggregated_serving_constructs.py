@@ -417,6 +417,8 @@ def test_an_existing_topic_is_used_as_is() -> None:
     [
         ({"ttft_alarm_seconds": 0}, r"ttft_alarm_seconds: got 0; expected a number from 0.05 to 600"),
         ({"ttft_alarm_seconds": 601}, r"ttft_alarm_seconds: got 601"),
+        ({"ttft_alarm_seconds": "10"}, r"ttft_alarm_seconds: got '10'; expected a number"),
+        ({"ttft_alarm_seconds": True}, r"ttft_alarm_seconds: got True; expected a number"),
         ({"transfer_failure_alarm_count": 0}, r"transfer_failure_alarm_count: got 0; expected an integer"),
         ({"transfer_failure_alarm_count": 1.5}, r"transfer_failure_alarm_count: got 1.5"),
     ],
