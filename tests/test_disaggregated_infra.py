@@ -455,9 +455,13 @@ def test_extra_node_labels_join_the_managed_ones(cluster_stack: tuple[cdk.Stack,
         ({"nvidia_chart_version": "0.19.2"}, r"nvidia_chart_version: got '0.19.2'; .*0.19.3 or later"),
         ({"nvidia_chart_version": "latest"}, r"nvidia_chart_version: got 'latest'"),
         ({"efa_chart_version": "v0.5"}, r"efa_chart_version: got 'v0.5'"),
+        ({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exist"}]}, r"tolerations: got .*'Exist'"),
+        ({"tolerations": [{"key": "gpu", "effect": "NoScheduled"}]}, r"tolerations: got .*effect one of"),
+        ({"tolerations": [{"key": 1}]}, r"tolerations: got \{'key': 1\}; expected Kubernetes tolerations"),
+        ({"tolerations": [{"keys": "gpu"}]}, r"tolerations: got \{'keys': 'gpu'\}"),
     ],
 )
-def test_device_plugin_versions_are_exact_and_nvidia_is_at_least_0_19_3(
+def test_device_plugin_versions_are_exact_nvidia_at_least_0_19_3_and_tolerations_valid(
     cluster_stack: tuple[cdk.Stack, EksCluster], kwargs: dict[str, Any], message: str
 ) -> None:
     stack, eks_cluster = cluster_stack
