@@ -12,6 +12,7 @@ naming the key, the value received and what is accepted, before any construct is
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -133,6 +134,36 @@ def choice(*options: str) -> Parser:
         return raw
 
     return parse
+
+
+def ipv4_cidr(min_prefix: int = 0, max_prefix: int = 32) -> Parser:
+    """An IPv4 CIDR block (network address, no host bits) whose prefix length is in [min_prefix, max_prefix]."""
+    accepted = (
+        "an IPv4 CIDR block such as 203.0.113.0/24"
+        if (min_prefix, max_prefix) == (0, 32)
+        else f"an IPv4 CIDR block from /{min_prefix} to /{max_prefix} such as 10.0.0.0/{min_prefix}"
+    )
+
+    def parse(key: str, raw: Any) -> str:
+        try:
+            network = ipaddress.IPv4Network(raw) if isinstance(raw, str) else None
+        except ValueError:
+            network = None
+        if network is None or not min_prefix <= network.prefixlen <= max_prefix:
+            raise ConfigError(key, raw, accepted)
+        return str(raw)
+
+    return parse
+
+
+def pinned_image() -> Parser:
+    """A container image reference with an explicit tag other than ``latest``, or a sha256 digest."""
+    return text(
+        r"([\w.-]+(:[0-9]+)?/)?[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})",
+        description="a container image with a pinned tag (not latest) or an @sha256 digest, "
+        "such as vllm/vllm-openai:v0.10.1",
+        max_length=512,
+    )
 
 
 def optional(inner: Parser) -> Parser:

@@ -143,3 +143,47 @@ def test_tier_error_lists_only_what_exists_once_every_tier_is_provided() -> None
         "context key 'tier': got 'gpu'; expected a comma-separated list of "
         "bedrock, sagemaker, hyperpod, disaggregated, or 'all'"
     )
+
+
+@pytest.mark.parametrize("raw", ["10.0.0.0/16", "10.0.0.0/18", "172.16.0.0/17"])
+def test_ipv4_cidr_accepts_network_blocks_in_range(raw: str) -> None:
+    assert config.ipv4_cidr(16, 18)("demo.cidr", raw) == raw
+
+
+@pytest.mark.parametrize(
+    "raw", ["10.0.0.0/8", "10.0.0.0/19", "10.0.0.1/16", "999.0.0.0/16", "fd00::/16", "", 16, None]
+)
+def test_ipv4_cidr_rejects_anything_else_naming_key_value_and_range(raw: Any) -> None:
+    with pytest.raises(
+        ConfigError, match=r"'demo.cidr': got .*; expected an IPv4 CIDR block from /16 to /18"
+    ):
+        config.ipv4_cidr(16, 18)("demo.cidr", raw)
+
+
+def test_ipv4_cidr_without_bounds_gives_an_example() -> None:
+    with pytest.raises(ConfigError, match=r"got '203.0.113.0/33'; expected an IPv4 CIDR block such as 203"):
+        config.ipv4_cidr()("demo.cidrs[0]", "203.0.113.0/33")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "vllm/vllm-openai:v0.10.1",
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-tiers/vllm:vllm0.33.0-efa1.50.0",
+        "localhost:5000/router:0.1.17",
+        "public.ecr.aws/x/vllm@sha256:" + "0" * 64,
+        "ubuntu:latest-lts",
+    ],
+)
+def test_pinned_image_accepts_tags_and_digests(raw: str) -> None:
+    assert config.pinned_image()("demo.image", raw) == raw
+
+
+@pytest.mark.parametrize(
+    "raw", ["vllm/vllm-openai", "vllm/vllm-openai:latest", "localhost:5000/router", "a b:1", "x@sha256:abc"]
+)
+def test_pinned_image_rejects_untagged_and_latest(raw: str) -> None:
+    with pytest.raises(
+        ConfigError, match=r"'demo.image': got .*; expected a container image with a pinned tag"
+    ):
+        config.pinned_image()("demo.image", raw)

@@ -9,6 +9,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, InstanceNeed
@@ -312,6 +313,11 @@ def test_default_settings_and_account_requirements() -> None:
         ({"capacity_reservation_id": "cr-xyz"}, "capacity_reservation_id", r"capacity reservation id"),
         ({"availability_zones": '["us-east-1a", "us-east-1a"]'}, "availability_zones", r"two different"),
         ({"availability_zones": '["us-east-1a"]'}, "availability_zones", r"2 to 2 items"),
+        (
+            {"availability_zones": '["us-east-1a", "us-west-2a"]'},
+            "availability_zones",
+            r"two different AZ names of the same region",
+        ),
         ({"public_endpoint_cidrs": "10.0.0.1/8"}, "public_endpoint_cidrs[0]", r"IPv4 CIDR"),
         ({"admin_principal_arn": "Admin"}, "admin_principal_arn", r"IAM role or user ARN"),
         ({"prefill_nodes": "0"}, "prefill_nodes", r"integer from 1 to 32"),
@@ -320,7 +326,9 @@ def test_default_settings_and_account_requirements() -> None:
             "build_images",
             r"false when disaggregated.image_uri",
         ),
-        ({"image_uri": "vllm-latest"}, "image_uri", r"an image URI with a tag or digest"),
+        ({"image_uri": "vllm-latest"}, "image_uri", r"a container image with a pinned tag"),
+        ({"image_uri": "public.ecr.aws/x/vllm:latest"}, "image_uri", r"pinned tag \(not latest\)"),
+        ({"router_image_uri": "localhost:5000/router"}, "router_image_uri", r"pinned tag .* or an @sha256"),
         ({"max_model_len": "100"}, "max_model_len", r"integer from 1024"),
     ],
 )
@@ -396,6 +404,12 @@ def _node_group(cluster_stack: tuple[cdk.Stack, EksCluster], **kwargs: Any) -> E
         ({"node_count": 0}, r"node_count: got 0; expected an integer from 1 to 64"),
         ({"imds_hop_limit": 3}, r"imds_hop_limit: got 3; expected an integer from 1 to 2"),
         ({"root_volume_gib": 10}, r"root_volume_gib: got 10; expected an integer from 50"),
+        (
+            {"labels": {"bad key!": "x"}},
+            r"labels: got \{'bad key!': 'x'\}; expected a map of Kubernetes label",
+        ),
+        ({"labels": {"team": "not valid/value"}}, r"labels: got .*; expected a map of Kubernetes label"),
+        ({"labels": {"replicas": 2}}, r"labels: got \{'replicas': 2\}; expected .*label values \(strings\)"),
     ],
 )
 def test_invalid_efa_node_group_props_are_rejected(
@@ -421,15 +435,33 @@ def test_existing_placement_group_and_fewer_efa_devices(cluster_stack: tuple[cdk
     assert [i["networkCardIndex"] for i in data["networkInterfaces"]] == [0, 0, 1, 2, 3]
 
 
+def test_extra_node_labels_join_the_managed_ones(cluster_stack: tuple[cdk.Stack, EksCluster]) -> None:
+    group = _node_group(cluster_stack, labels={"example.com/team": "inference", "tier": "p5_a-1.x"})
+    resource = group.nodegroup.node.default_child
+    assert isinstance(resource, eks.CfnNodegroup)
+    labels = cdk.Stack.of(group).resolve(resource.labels)
+    assert labels == {
+        "inference-tiers/node-pool": "gpu-efa",
+        "vpc.amazonaws.com/efa.present": "true",
+        "nvidia.com/gpu.present": "true",
+        "example.com/team": "inference",
+        "tier": "p5_a-1.x",
+    }
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"nvidia_chart_version": "0.19.2"}, r"nvidia_chart_version: got '0.19.2'; .*0.19.3 or later"),
         ({"nvidia_chart_version": "latest"}, r"nvidia_chart_version: got 'latest'"),
         ({"efa_chart_version": "v0.5"}, r"efa_chart_version: got 'v0.5'"),
+        ({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exist"}]}, r"tolerations: got .*'Exist'"),
+        ({"tolerations": [{"key": "gpu", "effect": "NoScheduled"}]}, r"tolerations: got .*effect one of"),
+        ({"tolerations": [{"key": 1}]}, r"tolerations: got \{'key': 1\}; expected Kubernetes tolerations"),
+        ({"tolerations": [{"keys": "gpu"}]}, r"tolerations: got \{'keys': 'gpu'\}"),
     ],
 )
-def test_device_plugin_versions_are_exact_and_nvidia_is_at_least_0_19_3(
+def test_device_plugin_versions_are_exact_nvidia_at_least_0_19_3_and_tolerations_valid(
     cluster_stack: tuple[cdk.Stack, EksCluster], kwargs: dict[str, Any], message: str
 ) -> None:
     stack, eks_cluster = cluster_stack

@@ -30,6 +30,7 @@ from inference_tiers.constructs.disaggregated_serving import (
     VLLM_IMAGE_TAG,
     DisaggregatedServing,
 )
+from inference_tiers.k8s.disaggregated import render_workload
 from tests.harness import cfn_lint_errors
 
 DATA = Path(__file__).parent / "data" / "disaggregated"
@@ -221,6 +222,26 @@ def test_serving_props_are_validated_before_any_kubernetes_object() -> None:
         build_on_new_cluster(instance_type="g6.xlarge")
 
 
+@pytest.mark.parametrize("cidr", ["10.0.0.0/33", "internal", "10.0.0.1/8", "fd00::/8"])
+def test_allowed_cidrs_must_be_ipv4_blocks(cidr: str) -> None:
+    with pytest.raises(
+        ValueError, match=rf"allowed_cidrs: got '{re.escape(cidr)}'; expected IPv4 CIDR blocks"
+    ):
+        build_on_new_cluster(instance_type="p5.48xlarge", allowed_cidrs=["10.0.0.0/16", cidr])
+
+
+def test_allowed_cidrs_reach_the_load_balancer_service() -> None:
+    serving = build_on_new_cluster(
+        instance_type="p5.48xlarge", allowed_cidrs=["10.0.0.0/16", "192.168.0.0/24"]
+    )
+    service = next(
+        m
+        for m in render_workload(serving.spec)
+        if m["kind"] == "Service" and m["metadata"]["name"] == serving.router_service_name
+    )
+    assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/16", "192.168.0.0/24"]
+
+
 def build_on_new_cluster(*, kubectl: bool = True, **props: Any) -> DisaggregatedServing:
     stack = cdk.Stack(cdk.App(), "S")
     cluster = make_cluster(stack) if kubectl else eks.Cluster(stack, "C", version=eks.KubernetesVersion.V1_35)
@@ -396,6 +417,8 @@ def test_an_existing_topic_is_used_as_is() -> None:
     [
         ({"ttft_alarm_seconds": 0}, r"ttft_alarm_seconds: got 0; expected a number from 0.05 to 600"),
         ({"ttft_alarm_seconds": 601}, r"ttft_alarm_seconds: got 601"),
+        ({"ttft_alarm_seconds": "10"}, r"ttft_alarm_seconds: got '10'; expected a number"),
+        ({"ttft_alarm_seconds": True}, r"ttft_alarm_seconds: got True; expected a number"),
         ({"transfer_failure_alarm_count": 0}, r"transfer_failure_alarm_count: got 0; expected an integer"),
         ({"transfer_failure_alarm_count": 1.5}, r"transfer_failure_alarm_count: got 1.5"),
     ],

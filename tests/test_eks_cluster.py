@@ -222,6 +222,9 @@ def test_existing_vpc_and_public_endpoint_cidrs() -> None:
         ),
         ({"public_endpoint_cidrs": ["0.0.0.0/33"]}, r"public_endpoint_cidrs: got '0.0.0.0/33'"),
         ({"system_node_count": 0}, r"system_node_count: got 0; expected an integer from 1 to 10"),
+        # Not a JavaScript deserialization error from jsii: bool and float are rejected like any bad count.
+        ({"system_node_count": True}, r"system_node_count: got True; expected an integer from 1 to 10"),
+        ({"system_node_count": 2.5}, r"system_node_count: got 2.5; expected an integer from 1 to 10"),
         ({"system_node_instance_type": "c7g.large"}, r"system_node_instance_type: got 'c7g.large'.*x86_64"),
         ({"system_node_instance_type": "large"}, r"system_node_instance_type: got 'large'"),
         (

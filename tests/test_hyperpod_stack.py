@@ -352,6 +352,58 @@ def test_execution_role_is_least_privilege(template: Mapping[str, Any]) -> None:
             )
 
 
+_CHANGES_OWN_RESOURCES_ONLY = {
+    "elasticloadbalancing:DeleteLoadBalancer",
+    "elasticloadbalancing:DeleteTargetGroup",
+    "elasticloadbalancing:ModifyLoadBalancerAttributes",
+    "elasticloadbalancing:ModifyTargetGroup",
+    "elasticloadbalancing:SetSecurityGroups",
+    "ec2:DeleteSecurityGroup",
+}
+
+
+def test_load_balancer_controller_changes_only_what_it_tagged(template: Mapping[str, Any]) -> None:
+    config = _addon_config(template, "amazon-sagemaker-hyperpod-inference")
+    role = config["alb"]["serviceAccount"]["roleArn"].removeprefix("${").removesuffix(".Arn}")
+    statements = [
+        s
+        for p in logical_ids(template, "AWS::IAM::Policy")
+        if {"Ref": role} in _resource(template, p)["Properties"]["Roles"]
+        for s in _resource(template, p)["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    by_sid = {s["Sid"]: s for s in statements}
+    owned = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+    granted_unconditionally = set()
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not any(a.endswith(":*") or a == "*" for a in actions), statement
+        if "Condition" not in statement:
+            granted_unconditionally.update(actions)
+        elif set(actions) & _CHANGES_OWN_RESOURCES_ONLY:
+            assert statement["Condition"] == owned, statement
+    assert _CHANGES_OWN_RESOURCES_ONLY.isdisjoint(granted_unconditionally)
+    # Tags: the ownership tag is set at creation only and can never be added to or removed from other resources.
+    assert not {"elasticloadbalancing:AddTags", "ec2:CreateTags", "ec2:DeleteTags"} & {
+        a
+        for s in statements
+        if "Condition" not in s and "loadbalancer/*" in json.dumps(s["Resource"])
+        for a in s["Action"]
+    }
+    assert by_sid["CreateTaggedLoadBalancers"]["Condition"] == {
+        "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+    }
+    assert by_sid["TagSecurityGroupsAtCreation"]["Condition"]["StringEquals"] == {
+        "ec2:CreateAction": "CreateSecurityGroup"
+    }
+    for sid in ("RetagOwnLoadBalancers", "RetagOwnSecurityGroups"):
+        assert by_sid[sid]["Condition"] == {
+            "Null": {
+                "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
+                "aws:ResourceTag/elbv2.k8s.aws/cluster": "false",
+            }
+        }
+
+
 # ---- outputs, chart packaging, settings -------------------------------------------------------------------
 
 
@@ -441,7 +493,32 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ),
         ({"hyperpod.min_replicas": 3}, r"hyperpod.min_replicas.*at most max_replicas"),
         ({"hyperpod.availability_zone_id": "us-west-2a"}, r"hyperpod.availability_zone_id"),
-        ({"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"}, r"public_endpoint_cidrs: got '10.0.0.300/8'"),
+        (
+            {"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"},
+            r"'hyperpod.public_endpoint_cidrs\[0\]': got '10.0.0.300/8'; expected an IPv4 CIDR block",
+        ),
+        # Larger than the largest VPC AWS allows, and too small for two public /24 and two private /20.
+        (
+            {"hyperpod.vpc_cidr": "10.0.0.0/8"},
+            r"'hyperpod.vpc_cidr': got '10.0.0.0/8'; expected .* /16 to /18",
+        ),
+        (
+            {"hyperpod.vpc_cidr": "10.192.0.0/19"},
+            r"'hyperpod.vpc_cidr': got '10.192.0.0/19'; expected .* /16 to /18",
+        ),
+        ({"hyperpod.vpc_cidr": "10.192.0.1/16"}, r"'hyperpod.vpc_cidr': got '10.192.0.1/16'"),
+        ({"hyperpod.hyperpod_subnet_cidr": "10.1.0.0/29"}, r"'hyperpod.hyperpod_subnet_cidr'.* /16 to /28"),
+        (
+            {"hyperpod.vllm_image": "vllm/vllm-openai:latest"},
+            r"'hyperpod.vllm_image'.*pinned tag \(not latest\)",
+        ),
+        ({"hyperpod.vllm_image": "vllm/vllm-openai"}, r"'hyperpod.vllm_image': got 'vllm/vllm-openai'"),
+        ({"hyperpod.model_bucket_name": "my..weights"}, r"'hyperpod.model_bucket_name': got 'my..weights'"),
+        (
+            {"hyperpod.model_bucket_name": "my-.weights"},
+            r"'hyperpod.model_bucket_name'.*no '..', '.-' or '-.'",
+        ),
+        ({"hyperpod.model_bucket_name": "192.168.5.4"}, r"'hyperpod.model_bucket_name'.*not an IP address"),
         ({"hyperpod.instance_type": "ml.t3.medium"}, r"hyperpod.instance_type"),
         (
             {"hyperpod.dependency_chart_dir": "/nonexistent/chart"},
@@ -502,6 +579,15 @@ def test_grafana_imported_bucket_variant_is_clean() -> None:
     workspace = only(logical_ids(template, "AWS::Grafana::Workspace"))
     assert _resource(template, workspace)["Properties"]["AuthenticationProviders"] == ["AWS_SSO"]
     assert "amgWorkspace" in _addon_config(template, "amazon-sagemaker-hyperpod-observability")
+    grafana_role = _resource(template, workspace)["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    unscoped = [
+        statement["Action"]
+        for policy in logical_ids(template, "AWS::IAM::Policy")
+        if {"Ref": grafana_role} in _resource(template, policy)["Properties"]["Roles"]
+        for statement in _resource(template, policy)["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Resource"] == "*"
+    ]
+    assert unscoped == ["aps:ListWorkspaces"]  # the one call without resource-level permissions
     (document,) = manifest_documents(template)
     assert document["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-weights"
     s3_csi = json.dumps(

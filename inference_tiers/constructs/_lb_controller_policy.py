@@ -1,8 +1,10 @@
 """Permissions of the AWS Load Balancer Controller that the HyperPod inference add-on runs (one ALB per model).
 
 Written for this project from the controller's documented needs (ELBv2, its security groups, ACM/WAF/Shield
-look-ups the controller performs on every ALB it reconciles), scoped to this account and region. Read-only
-EC2/ELB/ACM/WAF calls support no resource-level permissions.
+look-ups the controller performs on every ALB it reconciles), scoped to this account and region, and, like the
+controller's reference policy, limited to resources carrying its ownership tag for every change and deletion of
+load balancers, target groups and security groups. Read-only EC2/ELB/ACM/WAF calls support no resource-level
+permissions.
 """
 
 from __future__ import annotations
@@ -49,9 +51,21 @@ _DESCRIBE = [
     "shield:DescribeProtection",
 ]
 
-_MANAGE_LOAD_BALANCERS = [
+# The controller tags everything it creates with this key; changes and deletions are limited to such resources,
+# so the role cannot delete or reopen load balancers and security groups that other software owns.
+CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+_TAGGED_AT_CREATION = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "false"}}
+_ALREADY_TAGGED = {"Null": {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+# Tag changes on the controller's own resources, never removing or forging the ownership tag itself.
+_RETAGGED = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+
+_CREATE_TAGGED_LOAD_BALANCERS = [
     "elasticloadbalancing:CreateLoadBalancer",
     "elasticloadbalancing:CreateTargetGroup",
+]
+
+# Listener and rule changes are not tag-conditioned, as in the controller's reference policy.
+_MANAGE_LISTENERS = [
     "elasticloadbalancing:CreateListener",
     "elasticloadbalancing:DeleteListener",
     "elasticloadbalancing:CreateRule",
@@ -61,34 +75,33 @@ _MANAGE_LOAD_BALANCERS = [
     "elasticloadbalancing:ModifyRule",
     "elasticloadbalancing:AddListenerCertificates",
     "elasticloadbalancing:RemoveListenerCertificates",
-    "elasticloadbalancing:AddTags",
-    "elasticloadbalancing:RemoveTags",
+]
+
+_MANAGE_OWN_LOAD_BALANCERS = [
     "elasticloadbalancing:ModifyLoadBalancerAttributes",
     "elasticloadbalancing:SetIpAddressType",
     "elasticloadbalancing:SetSecurityGroups",
     "elasticloadbalancing:SetSubnets",
+    "elasticloadbalancing:SetWebAcl",
     "elasticloadbalancing:DeleteLoadBalancer",
     "elasticloadbalancing:ModifyTargetGroup",
     "elasticloadbalancing:ModifyTargetGroupAttributes",
     "elasticloadbalancing:DeleteTargetGroup",
-    "elasticloadbalancing:RegisterTargets",
-    "elasticloadbalancing:DeregisterTargets",
-    "elasticloadbalancing:SetWebAcl",
 ]
 
-_MANAGE_SECURITY_GROUPS = [
-    "ec2:CreateSecurityGroup",
-    "ec2:AuthorizeSecurityGroupIngress",
-    "ec2:RevokeSecurityGroupIngress",
-    "ec2:DeleteSecurityGroup",
-    "ec2:CreateTags",
-    "ec2:DeleteTags",
-]
+_TARGETS = ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"]
+
+# Ingress rules are also added to the nodes' security groups (backend traffic), which the controller does not
+# own: the upstream controller policy grants these two without a tag condition for the same reason.
+_INGRESS_RULES = ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]
 
 
 def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
     elb = f"arn:{Aws.PARTITION}:elasticloadbalancing:{Aws.REGION}:{Aws.ACCOUNT_ID}"
     ec2 = f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+    load_balancers = [f"{elb}:loadbalancer/*", f"{elb}:targetgroup/*"]
+    listeners = [f"{elb}:listener/*", f"{elb}:listener-rule/*"]
+    security_groups = [f"{ec2}:security-group/*"]
     return [
         iam.PolicyStatement(sid="Describe", actions=_DESCRIBE, resources=["*"]),
         iam.PolicyStatement(
@@ -98,18 +111,66 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
             conditions={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
         ),
         iam.PolicyStatement(
-            sid="ManageLoadBalancers",
-            actions=_MANAGE_LOAD_BALANCERS,
-            resources=[
-                f"{elb}:loadbalancer/*",
-                f"{elb}:targetgroup/*",
-                f"{elb}:listener/*",
-                f"{elb}:listener-rule/*",
-            ],
+            sid="CreateTaggedLoadBalancers",
+            actions=_CREATE_TAGGED_LOAD_BALANCERS,
+            resources=load_balancers,
+            conditions=_TAGGED_AT_CREATION,
         ),
         iam.PolicyStatement(
-            sid="ManageSecurityGroups",
-            actions=_MANAGE_SECURITY_GROUPS,
-            resources=[f"{ec2}:security-group/*", f"{ec2}:vpc/*"],
+            sid="TagLoadBalancersAtCreation",
+            actions=["elasticloadbalancing:AddTags"],
+            resources=load_balancers,
+            conditions={
+                "StringEquals": {"elasticloadbalancing:CreateAction": _CREATE_TAGGED_LOAD_BALANCERS},
+                **_TAGGED_AT_CREATION,
+            },
+        ),
+        iam.PolicyStatement(
+            sid="RetagOwnLoadBalancers",
+            actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            resources=load_balancers,
+            conditions=_RETAGGED,
+        ),
+        iam.PolicyStatement(
+            sid="ManageOwnLoadBalancers",
+            actions=_MANAGE_OWN_LOAD_BALANCERS,
+            resources=load_balancers,
+            conditions=_ALREADY_TAGGED,
+        ),
+        iam.PolicyStatement(sid="ManageTargets", actions=_TARGETS, resources=[f"{elb}:targetgroup/*"]),
+        iam.PolicyStatement(
+            sid="ManageListeners",
+            actions=_MANAGE_LISTENERS,
+            # The load balancers too: the controller's reference policy grants these actions on "*".
+            resources=[f"{elb}:loadbalancer/*", *listeners],
+        ),
+        iam.PolicyStatement(
+            sid="TagListeners",
+            actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            resources=listeners,
+        ),
+        iam.PolicyStatement(
+            sid="CreateSecurityGroups",
+            actions=["ec2:CreateSecurityGroup"],
+            resources=[*security_groups, f"{ec2}:vpc/*"],
+        ),
+        iam.PolicyStatement(
+            sid="TagSecurityGroupsAtCreation",
+            actions=["ec2:CreateTags"],
+            resources=security_groups,
+            conditions={"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, **_TAGGED_AT_CREATION},
+        ),
+        iam.PolicyStatement(
+            sid="RetagOwnSecurityGroups",
+            actions=["ec2:CreateTags", "ec2:DeleteTags"],
+            resources=security_groups,
+            conditions=_RETAGGED,
+        ),
+        iam.PolicyStatement(sid="IngressRules", actions=_INGRESS_RULES, resources=security_groups),
+        iam.PolicyStatement(
+            sid="DeleteOwnSecurityGroups",
+            actions=["ec2:DeleteSecurityGroup"],
+            resources=security_groups,
+            conditions=_ALREADY_TAGGED,
         ),
     ]

@@ -196,7 +196,11 @@ class DisaggregatedMonitoring(Construct):
         transfer_failure_alarm_count: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
-        if isinstance(ttft_alarm_seconds, bool) or not 0.05 <= ttft_alarm_seconds <= 600:
+        if (
+            isinstance(ttft_alarm_seconds, bool)
+            or not isinstance(ttft_alarm_seconds, (int, float))
+            or not 0.05 <= ttft_alarm_seconds <= 600
+        ):
             raise ValueError(
                 f"ttft_alarm_seconds: got {ttft_alarm_seconds!r}; expected a number from 0.05 to 600"
             )

@@ -6,10 +6,11 @@ the images, fills in deploy-time values (account, region, VPC CIDR) and applies 
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -32,6 +33,14 @@ ROUTER_IMAGE_REPOSITORY = "inference-tiers/vllm-router"
 ROUTER_IMAGE_TAG = "0.1.17"
 
 
+def _is_ipv4_cidr(value: str) -> bool:
+    try:
+        ipaddress.IPv4Network(value)
+    except ValueError:
+        return False
+    return True
+
+
 def default_image_uri(repository: str, tag: str) -> str:
     """``<account>.dkr.ecr.<region>.<suffix>/<repository>:<tag>`` of the deploying account and region."""
     return f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{repository}:{tag}"
@@ -51,13 +60,13 @@ class DisaggregatedServing(Construct):
     :param name: prefix of every Kubernetes object (and the router's selectors). Default ``vllm-pd``.
     :param image_uri: vLLM image (vLLM + EFA user space + ``mooncake-transfer-engine-efa``). Default: the
         pinned tag ``inference-tiers/vllm-mooncake-efa:<VLLM_IMAGE_TAG>`` in the deploying account's ECR, built
-        from ``assets/disaggregated/vllm/Dockerfile`` (see docs).
+        from ``assets/disaggregated/vllm/Dockerfile`` (README, tier 4, "Images").
     :param router_image_uri: vllm-router image. Default: ``inference-tiers/vllm-router:0.1.17`` in the
         deploying account's ECR, built from ``assets/disaggregated/router/Dockerfile``.
     :param build_images: build both images from the Dockerfiles as CDK assets at deploy time (needs Docker
         where ``cdk deploy`` runs) instead of using the URIs. Default False.
     :param enable_kv_store: add ``mooncake_master`` and the shared KV pool (``MooncakeStoreConnector`` through
-        ``MultiConnector``). Default False (see docs: reported unstable upstream).
+        ``MultiConnector``). Default False (README, tier 4: reported unstable upstream, vLLM PR #56939).
     :param kv_store_segment_gib_per_rank: DRAM per GPU rank given to the pool. Default 32.
     :param hf_token_secret_name: Secret (key ``token``) with a Hugging Face token for gated models, created
         by you; None for public models. Default ``hf-token``.
@@ -107,6 +116,13 @@ class DisaggregatedServing(Construct):
                 f"build_images: got True together with image_uri={image_uri!r} / "
                 f"router_image_uri={router_image_uri!r}; expected either build_images=True or image URIs"
             )
+
+        for cidr in allowed_cidrs or ():
+            if not Token.is_unresolved(cidr) and not _is_ipv4_cidr(cidr):
+                raise ValueError(
+                    f"allowed_cidrs: got {cidr!r}; expected IPv4 CIDR blocks such as 10.0.0.0/16 "
+                    "(the load balancer's loadBalancerSourceRanges)"
+                )
 
         self.vllm_image_asset: ecr_assets.DockerImageAsset | None = None
         self.router_image_asset: ecr_assets.DockerImageAsset | None = None

@@ -33,6 +33,7 @@ from constructs import Construct
 
 from inference_tiers.constructs.eks_cluster import as_cluster_ref, create_node_role
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from inference_tiers.k8s.disaggregated import is_label_map
 
 CapacityMode = Literal["on-demand", "capacity-reservation", "capacity-block"]
 CAPACITY_MODES: tuple[str, ...] = get_args(CapacityMode)
@@ -152,6 +153,8 @@ class EfaNodeGroup(Construct):
         _validate_range("node_count", node_count, 1, 64)
         _validate_range("root_volume_gib", root_volume_gib, 50, 16384)
         _validate_range("imds_hop_limit", imds_hop_limit, 1, 2)
+        if labels is not None and not is_label_map(labels):
+            raise _error("labels", labels, "a map of Kubernetes label keys to label values (strings)")
 
         self.security_group = ec2.SecurityGroup(
             self,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from aws_cdk import Annotations, CfnElement, Stack, Token
+from aws_cdk import Annotations, Aws, CfnElement, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -67,7 +67,8 @@ DEFAULT_ADDON_VERSIONS = AddonVersions(
 
 _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 # Access entries take IAM role or user ARNs (not STS assumed-role session ARNs).
-_PRINCIPAL_ARN = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+")
+PRINCIPAL_ARN_PATTERN = r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+"
+_PRINCIPAL_ARN = re.compile(PRINCIPAL_ARN_PATTERN)
 _INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
 _VPC_CNI_MINIMUM = (1, 18, 5)
 
@@ -78,6 +79,10 @@ ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
     eks.ClusterLoggingTypes.SCHEDULER,
 )
+
+DEFAULT_SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
+DEFAULT_SYSTEM_NODE_COUNT = 2
+"""The system node group a cluster gets by default (a tier's account requirements list it)."""
 
 SYSTEM_NODE_LABEL = "inference-tiers/node-pool"
 """Node label whose value is ``system`` on the system node group; select it for cluster services."""
@@ -154,7 +159,8 @@ class EksCluster(Construct):
     Attributes: ``cluster`` (``aws_eks_v2.Cluster``), ``vpc``, ``secrets_key``, ``node_role`` (shared by the
     system node group; reuse it for other node groups), ``system_nodegroup``, ``addons`` (add-on name to
     ``eks.Addon``), ``kubectl_provider`` and ``kubectl_role`` (the provider Lambda's role, which has a
-    cluster-admin access entry), ``cluster_name``, ``cluster_security_group_id``, ``kubernetes_version``.
+    cluster-admin access entry), ``cluster_name``, ``cluster_security_group_id``, ``kubernetes_version``,
+    ``kubeconfig_command``.
     """
 
     def __init__(
@@ -170,8 +176,8 @@ class EksCluster(Construct):
         secrets_key: kms.IKey | None = None,
         control_plane_logs: Sequence[eks.ClusterLoggingTypes] = ALL_CONTROL_PLANE_LOGS,
         addon_versions: AddonVersions = DEFAULT_ADDON_VERSIONS,
-        system_node_instance_type: str = "m7i.xlarge",
-        system_node_count: int = 2,
+        system_node_instance_type: str = DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
+        system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
     ) -> None:
         """
         :param vpc: the VPC. Default: a new two-AZ VPC with private subnets behind NAT and flow logs.
@@ -194,7 +200,11 @@ class EksCluster(Construct):
         _validate_addon_versions(addon_versions)
         _validate_admin_principal_arns(admin_principal_arns)
         _validate_cidrs(public_endpoint_cidrs)
-        if not Token.is_unresolved(system_node_count) and not 1 <= system_node_count <= 10:
+        if not Token.is_unresolved(system_node_count) and (
+            isinstance(system_node_count, bool)
+            or not isinstance(system_node_count, int)
+            or not 1 <= system_node_count <= 10
+        ):
             raise ValueError(
                 f"EksCluster system_node_count: got {system_node_count!r}; expected an integer from 1 to 10"
             )
@@ -244,6 +254,10 @@ class EksCluster(Construct):
             ),
         )
         self.cluster_name = self.cluster.cluster_name
+        self.kubeconfig_command = (
+            f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.cluster_name}"
+        )
+        """The command that points kubectl at this cluster (a deploy-time string, e.g. for a stack output)."""
         self.cluster_security_group_id = self.cluster.cluster_security_group_id
         provider = self.cluster.kubectl_provider
         assert provider is not None  # kubectl_provider_options is always passed above

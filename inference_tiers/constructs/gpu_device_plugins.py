@@ -36,6 +36,27 @@ def _version(prop: str, value: str, minimum: tuple[int, int, int] | None = None)
     return value
 
 
+_TOLERATION_FIELDS = {"key", "operator", "value", "effect"}
+_OPERATORS = {"Exists", "Equal"}
+_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+
+def _check_tolerations(tolerations: Sequence[Mapping[str, str]]) -> None:
+    for toleration in tolerations:
+        if (
+            not isinstance(toleration, Mapping)
+            or not set(toleration) <= _TOLERATION_FIELDS
+            or not all(isinstance(v, str) for v in toleration.values())
+            or toleration.get("operator", "Equal") not in _OPERATORS
+            or toleration.get("effect", "NoSchedule") not in _EFFECTS
+        ):
+            raise ValueError(
+                f"GpuDevicePlugins tolerations: got {toleration!r}; expected Kubernetes tolerations with string "
+                f"fields {sorted(_TOLERATION_FIELDS)}, operator one of {sorted(_OPERATORS)} and effect one of "
+                f"{sorted(_EFFECTS)}"
+            )
+
+
 class GpuDevicePlugins(Construct):
     """Installs the EFA and NVIDIA device plugins into ``kube-system``.
 
@@ -62,6 +83,7 @@ class GpuDevicePlugins(Construct):
         super().__init__(scope, construct_id)
         _version("efa_chart_version", efa_chart_version)
         _version("nvidia_chart_version", nvidia_chart_version, NVIDIA_DEVICE_PLUGIN_MINIMUM)
+        _check_tolerations(tolerations)
         toleration_values = [dict(t) for t in tolerations]
         self.efa_device_plugin = eks.HelmChart(
             self,

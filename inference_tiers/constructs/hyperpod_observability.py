@@ -139,13 +139,17 @@ class HyperPodObservability(Construct):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
+                actions=[
+                    "aps:DescribeWorkspace",
+                    "aps:QueryMetrics",
+                    "aps:GetLabels",
+                    "aps:GetSeries",
+                    "aps:GetMetricMetadata",
+                ],
                 resources=[self.workspace_arn],
             )
         )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=["aps:ListWorkspaces", "aps:DescribeWorkspace"], resources=["*"])
-        )
+        role.add_to_policy(iam.PolicyStatement(actions=["aps:ListWorkspaces"], resources=["*"]))
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",

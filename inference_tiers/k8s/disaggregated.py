@@ -54,6 +54,14 @@ _LABEL_KEY = re.compile(
 )
 
 
+def is_label_map(labels: object) -> bool:
+    """Whether ``labels`` maps valid Kubernetes label keys to valid label values (strings)."""
+    return isinstance(labels, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) and _LABEL_KEY.fullmatch(k) and _LABEL_VALUE.fullmatch(v)
+        for k, v in labels.items()
+    )
+
+
 def _reject(prop: str, value: Any, accepted: str) -> ValueError:
     return ValueError(f"{prop}: got {value!r}; expected {accepted}")
 
@@ -131,13 +139,7 @@ class DisaggregatedWorkloadSpec:
                 self.hf_token_secret_name,
                 "a Secret name (DNS subdomain, 1-253) or None",
             )
-        if not self.gpu_node_labels or not all(
-            isinstance(k, str)
-            and isinstance(v, str)
-            and _LABEL_KEY.fullmatch(k)
-            and _LABEL_VALUE.fullmatch(v)
-            for k, v in self.gpu_node_labels.items()
-        ):
+        if not self.gpu_node_labels or not is_label_map(self.gpu_node_labels):
             raise _reject(
                 "gpu_node_labels", self.gpu_node_labels, "a non-empty map of Kubernetes label keys to values"
             )

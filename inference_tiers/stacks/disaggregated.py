@@ -8,10 +8,9 @@ behind an internal NLB) and ``DisaggregatedMonitoring`` (Container Insights, das
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from inference_tiers.config import (
@@ -22,9 +21,11 @@ from inference_tiers.config import (
     boolean,
     choice,
     integer,
+    ipv4_cidr,
     items,
     number,
     optional,
+    pinned_image,
     setting,
     text,
 )
@@ -37,9 +38,12 @@ from inference_tiers.constructs.efa_node_group import (
     EfaNodeGroup,
 )
 from inference_tiers.constructs.eks_cluster import (
+    DEFAULT_SYSTEM_NODE_COUNT,
+    DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
+    PRINCIPAL_ARN_PATTERN,
     EksCluster,
     as_cluster_ref,
 )
@@ -49,29 +53,10 @@ from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Disaggregated"
-SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
-SYSTEM_NODE_COUNT = 2
 
 _EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 _AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
-# registry/repository with a tag or a digest: a pinned image, never an implicit :latest.
-_IMAGE_URI = optional(
-    text(
-        r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+|@sha256:[0-9a-f]{64})",
-        description="an image URI with a tag or digest",
-    )
-)
-
-
-def _cidr(key: str, raw: object) -> str:
-    accepted = "an IPv4 CIDR block such as 203.0.113.0/24"
-    if not isinstance(raw, str):
-        raise ConfigError(key, raw, accepted)
-    try:
-        ipaddress.IPv4Network(raw)
-    except ValueError:
-        raise ConfigError(key, raw, accepted) from None
-    return raw
+_IMAGE_URI = optional(pinned_image())
 
 
 @dataclass(frozen=True)
@@ -138,14 +123,14 @@ class DisaggregatedSettings:
     admin_principal_arn: str | None = setting(
         optional(
             text(
-                r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+",
+                PRINCIPAL_ARN_PATTERN,
                 description="an IAM role or user ARN",
             )
         ),
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(_cidr, max_items=40),
+        items(ipv4_cidr(), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
 
@@ -188,9 +173,18 @@ class DisaggregatedSettings:
                 self.build_images,
                 "false when disaggregated.image_uri or disaggregated.router_image_uri is set (build or pull, not both)",
             )
-        if self.availability_zones is not None and len(set(self.availability_zones)) != 2:
+        if (
+            self.availability_zones is not None
+            and (
+                len(set(self.availability_zones)) != 2
+                # An AZ name is its region's name plus one letter; a VPC lives in one region.
+                or len({zone[:-1] for zone in self.availability_zones}) != 1
+            )
+        ):
             raise ConfigError(
-                "disaggregated.availability_zones", list(self.availability_zones), "two different AZ names"
+                "disaggregated.availability_zones",
+                list(self.availability_zones),
+                "two different AZ names of the same region",
             )
 
     @property
@@ -210,7 +204,7 @@ class DisaggregatedSettings:
         return AccountRequirements(
             instances=(
                 InstanceNeed("ec2", self.instance_type, self.gpu_nodes),
-                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+                InstanceNeed("ec2", DEFAULT_SYSTEM_NODE_INSTANCE_TYPE, DEFAULT_SYSTEM_NODE_COUNT),
             ),
             kubernetes_version=KUBERNETES_VERSION,
             capacity_reservation_ids=(self.capacity_reservation_id,) if self.capacity_reservation_id else (),
@@ -240,8 +234,6 @@ class DisaggregatedStack(Stack):
             vpc=self.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
-            system_node_count=SYSTEM_NODE_COUNT,
         )
         cluster = self.eks.cluster
         self.gpu_nodes = EfaNodeGroup(
@@ -290,11 +282,7 @@ class DisaggregatedStack(Stack):
         CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
 
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(
-            self,
-            "KubeconfigCommand",
-            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
-        )
+        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
 
 

@@ -24,13 +24,22 @@ from inference_tiers.config import (
     boolean,
     choice,
     integer,
+    ipv4_cidr,
     items,
     number,
     optional,
+    pinned_image,
     setting,
     text,
 )
-from inference_tiers.constructs.eks_cluster import KUBERNETES_VERSION, EksCluster, as_cluster_ref
+from inference_tiers.constructs.eks_cluster import (
+    DEFAULT_SYSTEM_NODE_COUNT,
+    DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
+    KUBERNETES_VERSION,
+    PRINCIPAL_ARN_PATTERN,
+    EksCluster,
+    as_cluster_ref,
+)
 from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.hyperpod_cluster import (
     DEEP_HEALTH_CHECKS,
@@ -62,9 +71,6 @@ from inference_tiers.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-HyperPod"
-# EKS system nodes for cluster services (coredns, the operator's controllers) next to the HyperPod nodes.
-SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
-SYSTEM_NODE_COUNT = 2
 _ML_GPU_TYPES = tuple(SAGEMAKER_PREFIX + name for name in GPU_INSTANCE_TYPES)
 _K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?"
 
@@ -77,9 +83,10 @@ class HyperPodSettings:
         text(r"[a-z]{2,4}[0-9]+-az[0-9]+", description="an Availability Zone ID such as usw2-az2"),
         "AZ ID of the HyperPod subnet: where the instance capacity (or training plan) is",
     )
-    vpc_cidr: str = setting(text(r"[0-9./]{9,18}", description="an IPv4 CIDR"), "primary VPC CIDR")
+    # /16 (the largest VPC AWS allows) to /18 (the smallest that holds two public /24 and two private /20).
+    vpc_cidr: str = setting(ipv4_cidr(16, 18), "primary VPC CIDR (EKS and load-balancer subnets)")
     hyperpod_subnet_cidr: str = setting(
-        text(r"[0-9./]{9,18}", description="an IPv4 CIDR"),
+        ipv4_cidr(16, 28),
         "secondary VPC CIDR used whole as the HyperPod subnet (81 IPs per ml.p5.48xlarge)",
     )
     instance_type: str = setting(choice(*_ML_GPU_TYPES), "instance type of the HyperPod instance group")
@@ -99,13 +106,11 @@ class HyperPodSettings:
         "(synth works, deploy is blocked)",
     )
     admin_principal_arn: str | None = setting(
-        optional(
-            text(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+", description="an IAM role ARN")
-        ),
+        optional(text(PRINCIPAL_ARN_PATTERN, description="an IAM role or user ARN")),
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(text(r"[0-9./]{9,18}", description="an IPv4 CIDR such as 203.0.113.0/24"), max_items=40),
+        items(ipv4_cidr(), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
     )
     model_name: str = setting(
@@ -114,7 +119,13 @@ class HyperPodSettings:
     )
     model_source: str = setting(choice("s3", "fsx"), "where the weights are: s3 or fsx")
     model_bucket_name: str | None = setting(
-        optional(text(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", description="an S3 bucket name")),
+        optional(
+            text(
+                r"(?!\d+\.\d+\.\d+\.\d+$)(?!.*(\.\.|\.-|-\.))[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
+                description="an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', no '..', '.-' or "
+                "'-.', not an IP address",
+            )
+        ),
         "existing bucket with the weights; null: the stack creates one",
     )
     model_location: str = setting(text(max_length=1024), "S3 prefix or FSx directory of the weights")
@@ -122,7 +133,7 @@ class HyperPodSettings:
         optional(text(r"fs-[0-9a-f]{8,21}", description="an FSx file system id")),
         "FSx for Lustre file system with the weights (model_source fsx)",
     )
-    vllm_image: str = setting(text(r"\S+:\S+", description="an image reference with a tag"), "vLLM image")
+    vllm_image: str = setting(pinned_image(), "vLLM image (a pinned tag or digest)")
     tensor_parallel_size: int | None = setting(
         optional(integer(1, 8)), "vLLM tensor parallelism; null: every GPU of the instance"
     )
@@ -198,7 +209,7 @@ class HyperPodSettings:
         return AccountRequirements(
             instances=(
                 InstanceNeed("sagemaker-hyperpod", self.instance_type, self.instance_count),
-                InstanceNeed("ec2", SYSTEM_NODE_INSTANCE_TYPE, SYSTEM_NODE_COUNT),
+                InstanceNeed("ec2", DEFAULT_SYSTEM_NODE_INSTANCE_TYPE, DEFAULT_SYSTEM_NODE_COUNT),
             ),
             kubernetes_version=KUBERNETES_VERSION,
             availability_zone_ids=(self.availability_zone_id,),
@@ -238,8 +249,6 @@ class HyperPodStack(Stack):
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            system_node_instance_type=SYSTEM_NODE_INSTANCE_TYPE,
-            system_node_count=SYSTEM_NODE_COUNT,
         )
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
@@ -401,11 +410,7 @@ class HyperPodStack(Stack):
         dashboard = self._dashboard()
         CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(
-            self,
-            "KubeconfigCommand",
-            value=f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.eks.cluster_name}",
-        )
+        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
         CfnOutput(
             self,
             "DashboardUrl",
