@@ -556,6 +556,15 @@ def test_account_requirements(tier_build: Callable[[str], TierBuild]) -> None:
     ]
     assert requirements.kubernetes_version == "1.35"
     assert requirements.availability_zone_ids == ("usw2-az2",)
+    assert requirements.capacity_reservation_ids == ()
+
+
+def test_account_requirements_include_the_training_plan() -> None:
+    plan = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p5-inference"
+    (stack,) = build_tier("hyperpod", **{"hyperpod.training_plan_arn": plan}).stacks
+    settings = stack.settings  # type: ignore[attr-defined]
+    assert isinstance(settings, HyperPodSettings)
+    assert settings.account_requirements().capacity_reservation_ids == (plan,)
 
 
 def test_grafana_imported_bucket_variant_is_clean() -> None:

@@ -212,6 +212,7 @@ class HyperPodSettings:
                 InstanceNeed("ec2", DEFAULT_SYSTEM_NODE_INSTANCE_TYPE, DEFAULT_SYSTEM_NODE_COUNT),
             ),
             kubernetes_version=KUBERNETES_VERSION,
+            capacity_reservation_ids=(self.training_plan_arn,) if self.training_plan_arn else (),
             availability_zone_ids=(self.availability_zone_id,),
         )
 
