@@ -251,6 +251,10 @@ def test_application_role_principal_is_configurable(principal: str, expected: di
         ({"bedrock.cost_tags": '{"team": "a&b"}'}, r"'bedrock.cost_tags.team': got 'a&b'"),
         ({"bedrock.cost_tags": "not json"}, r"'bedrock.cost_tags': got 'not json'"),
         (
+            {"bedrock.cost_tags": '{"team": "a", "AWS:createdBy": "me"}'},
+            r"'bedrock.cost_tags': got \{.*\}; expected tag keys that do not start with 'aws:' .*got AWS:createdBy",
+        ),
+        (
             {"bedrock.invocation_logging": "maybe"},
             r"'bedrock.invocation_logging': got 'maybe'; expected true or false",
         ),

@@ -173,6 +173,13 @@ class BedrockSettings:
                 self.model_id,
                 "a foundation-model id without the geography prefix (set bedrock.inference_profile instead)",
             )
+        reserved = sorted(key for key in self.cost_tags if key.lower().startswith("aws:"))
+        if reserved:
+            raise ConfigError(
+                "bedrock.cost_tags",
+                self.cost_tags,
+                f"tag keys that do not start with 'aws:' (reserved for AWS; got {', '.join(reserved)})",
+            )
         if self.log_retention_days not in _RETENTION_DAYS:
             raise ConfigError(
                 "bedrock.log_retention_days",
