@@ -192,6 +192,23 @@ def test_foundation_model_through_an_application_profile_and_a_standard_guardrai
     )
 
 
+@pytest.mark.parametrize("model_id", ["acme.model--preview-v1:0", f"acme.{'m' * 63}.{'n' * 63}.{'o' * 63}"])
+def test_any_model_id_the_setting_accepts_builds_the_application_profile(model_id: str) -> None:
+    # Double hyphens and ids over 171 characters match MODEL_ID_PATTERN but not the profile description's
+    # pattern, so the description must not be derived from the model id.
+    build = build_tier("bedrock", **{"bedrock.model_id": model_id})
+    build.template().has_resource_properties(
+        "AWS::Bedrock::ApplicationInferenceProfile",
+        {
+            "ModelSource": {
+                "CopyFrom": Match.object_like(
+                    {"Fn::Join": ["", Match.array_with([Match.string_like_regexp(model_id)])]}
+                )
+            }
+        },
+    )
+
+
 @pytest.mark.parametrize(
     ("principal", "expected"),
     [

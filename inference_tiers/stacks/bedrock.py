@@ -249,7 +249,9 @@ class BedrockStack(Stack):
                 self,
                 "InferenceProfile",
                 model_source=source,
-                description=f"inference-tiers bedrock tier {settings.model_id}",
+                # Fixed text: the description pattern forbids what some valid model ids contain ('--', >171
+                # characters), and the model is in the profile's model source anyway.
+                description="inference-tiers bedrock tier application profile",
                 cost_tags=settings.cost_tags,
             )
             model = self.inference_profile.model_source
