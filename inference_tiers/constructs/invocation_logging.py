@@ -13,6 +13,8 @@ Region can assume. The Put call validates those permissions synchronously, so it
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -66,9 +68,14 @@ class ModelInvocationLogging(Construct):
                 "ModelInvocationLogging: got every *_data flag False; expected at least one of text_data, "
                 "image_data, embedding_data, video_data to be True"
             )
-        if not key_prefix or not key_prefix.replace("-", "").replace("/", "").replace("_", "").isalnum():
+        # The bucket policy grants <prefix>/AWSLogs/...: a leading, trailing or doubled '/' would grant a path
+        # Bedrock does not write to.
+        if not isinstance(key_prefix, str) or not re.fullmatch(
+            r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", key_prefix
+        ):
             raise ValueError(
-                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected letters, digits, '-', '_' or '/'"
+                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected ASCII letters, digits, '-' or "
+                "'_', in segments separated by single '/' (no leading or trailing '/')"
             )
         day_ms = 86_400_000
         if object_expiration.to_milliseconds() < day_ms or object_expiration.to_milliseconds() % day_ms:
