@@ -55,6 +55,7 @@ def test_create_and_update_put_the_configuration_and_delete_removes_it(built: An
                 "imageDataDeliveryEnabled": False,
                 "embeddingDataDeliveryEnabled": False,
                 "videoDataDeliveryEnabled": False,
+                "audioDataDeliveryEnabled": False,
                 "s3Config": {
                     "bucketName": ref(logging.bucket.bucket_name),
                     "keyPrefix": "bedrock-invocation-logs",
@@ -287,6 +288,20 @@ def test_different_regions_may_each_have_one() -> None:
         cdk.Stack(app, "West", env=cdk.Environment(account="111122223333", region="us-west-2")), "L"
     )
     assert len([c for c in app.node.find_all() if isinstance(c, ModelInvocationLogging)]) == 2
+
+
+def test_each_data_kind_maps_to_its_delivery_flag() -> None:
+    stack = cdk.Stack(cdk.App(), "Stack")
+    ModelInvocationLogging(stack, "Logging", text_data=False, audio_data=True, video_data=True)
+    put = _sdk_call(_custom_resource(Template.from_stack(stack))["Properties"]["Create"])
+    flags = {k: v for k, v in put["parameters"]["loggingConfig"].items() if k.endswith("DeliveryEnabled")}
+    assert flags == {
+        "textDataDeliveryEnabled": False,
+        "imageDataDeliveryEnabled": False,
+        "embeddingDataDeliveryEnabled": False,
+        "videoDataDeliveryEnabled": True,
+        "audioDataDeliveryEnabled": True,
+    }
 
 
 def test_a_nested_key_prefix_is_the_same_in_the_api_call_and_the_bucket_policy() -> None:
