@@ -21,8 +21,14 @@ CDK_ARGS ?=
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# synth needs only the package's own dependencies; test, lint and bench also need the dev extra, whose
+# vllm-router wheel exists only for manylinux_2_28 (elsewhere pip builds it from source with Rust).
+$(VENV)/.installed-app: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-app
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -32,7 +38,7 @@ node_modules/.installed: package.json package-lock.json
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
-synth: bootstrap
+synth: $(VENV)/.installed-app node_modules/.installed
 	rm -rf cdk.out
 	$(CDK) synth --quiet --no-notices --output cdk.out $(CDK_ARGS)
 	$(BIN)/python tools/synth_report.py cdk.out

@@ -55,6 +55,7 @@ def test_create_and_update_put_the_configuration_and_delete_removes_it(built: An
                 "imageDataDeliveryEnabled": False,
                 "embeddingDataDeliveryEnabled": False,
                 "videoDataDeliveryEnabled": False,
+                "audioDataDeliveryEnabled": False,
                 "s3Config": {
                     "bucketName": ref(logging.bucket.bucket_name),
                     "keyPrefix": "bedrock-invocation-logs",
@@ -289,11 +290,53 @@ def test_different_regions_may_each_have_one() -> None:
     assert len([c for c in app.node.find_all() if isinstance(c, ModelInvocationLogging)]) == 2
 
 
+def test_each_data_kind_maps_to_its_delivery_flag() -> None:
+    stack = cdk.Stack(cdk.App(), "Stack")
+    ModelInvocationLogging(stack, "Logging", text_data=False, audio_data=True, video_data=True)
+    put = _sdk_call(_custom_resource(Template.from_stack(stack))["Properties"]["Create"])
+    flags = {k: v for k, v in put["parameters"]["loggingConfig"].items() if k.endswith("DeliveryEnabled")}
+    assert flags == {
+        "textDataDeliveryEnabled": False,
+        "imageDataDeliveryEnabled": False,
+        "embeddingDataDeliveryEnabled": False,
+        "videoDataDeliveryEnabled": True,
+        "audioDataDeliveryEnabled": True,
+    }
+
+
+def test_a_nested_key_prefix_is_the_same_in_the_api_call_and_the_bucket_policy() -> None:
+    stack = cdk.Stack(cdk.App(), "Stack")
+    logging = ModelInvocationLogging(stack, "Logging", key_prefix="team-a/bedrock_logs")
+    template = Template.from_stack(stack)
+    put = _sdk_call(_custom_resource(template)["Properties"]["Create"])
+    assert put["parameters"]["loggingConfig"]["s3Config"]["keyPrefix"] == "team-a/bedrock_logs"
+    resource = stack.resolve(
+        logging.bucket.arn_for_objects(
+            f"team-a/bedrock_logs/AWSLogs/{stack.account}/BedrockModelInvocationLogs/*"
+        )
+    )
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Action": "s3:PutObject", "Resource": resource})]
+                )
+            }
+        },
+    )
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"text_data": False}, r"got every \*_data flag False"),
-        ({"key_prefix": "bad prefix!"}, r"key_prefix: got 'bad prefix!'"),
+        ({"key_prefix": "bad prefix!"}, r"key_prefix: got 'bad prefix!'; expected ASCII letters"),
+        ({"key_prefix": "logs/"}, r"key_prefix: got 'logs/'; expected .*\(no leading or trailing '/'"),
+        ({"key_prefix": "/logs"}, r"key_prefix: got '/logs'"),
+        ({"key_prefix": "a//b"}, r"key_prefix: got 'a//b'"),
+        ({"key_prefix": "journaux-modèle"}, r"key_prefix: got 'journaux-modèle'"),
+        ({"key_prefix": ""}, r"key_prefix: got ''"),
         (
             {"object_expiration": cdk.Duration.hours(1)},
             r"object_expiration: got 1 hour; expected a whole number of days",

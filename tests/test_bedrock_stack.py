@@ -128,6 +128,14 @@ def test_invocation_logging_is_off_by_default(tier_build: Callable[[str], TierBu
     template.resource_count_is("AWS::CloudWatch::Alarm", 6)
 
 
+def test_an_empty_cost_tag_value_is_accepted_as_bedrock_allows() -> None:
+    build = build_tier("bedrock", **{"bedrock.cost_tags": '{"team": ""}'})
+    build.template().has_resource_properties(
+        "AWS::Bedrock::ApplicationInferenceProfile",
+        {"Tags": Match.array_with([{"Key": "team", "Value": ""}])},
+    )
+
+
 def test_account_requirements_name_the_model_and_profile() -> None:
     config = parse_app_config(cdk_json_context())
     requirements = config.for_tier("bedrock", BedrockSettings).account_requirements()
@@ -192,6 +200,23 @@ def test_foundation_model_through_an_application_profile_and_a_standard_guardrai
     )
 
 
+@pytest.mark.parametrize("model_id", ["acme.model--preview-v1:0", f"acme.{'m' * 63}.{'n' * 63}.{'o' * 63}"])
+def test_any_model_id_the_setting_accepts_builds_the_application_profile(model_id: str) -> None:
+    # Double hyphens and ids over 171 characters match MODEL_ID_PATTERN but not the profile description's
+    # pattern, so the description must not be derived from the model id.
+    build = build_tier("bedrock", **{"bedrock.model_id": model_id})
+    build.template().has_resource_properties(
+        "AWS::Bedrock::ApplicationInferenceProfile",
+        {
+            "ModelSource": {
+                "CopyFrom": Match.object_like(
+                    {"Fn::Join": ["", Match.array_with([Match.string_like_regexp(model_id)])]}
+                )
+            }
+        },
+    )
+
+
 @pytest.mark.parametrize(
     ("principal", "expected"),
     [
@@ -250,6 +275,12 @@ def test_application_role_principal_is_configurable(principal: str, expected: di
         ({"bedrock.alarm_email": "ops"}, r"'bedrock.alarm_email': got 'ops'; expected an email address"),
         ({"bedrock.cost_tags": '{"team": "a&b"}'}, r"'bedrock.cost_tags.team': got 'a&b'"),
         ({"bedrock.cost_tags": "not json"}, r"'bedrock.cost_tags': got 'not json'"),
+        ({"bedrock.cost_tags": '{"team": 7}'}, r"'bedrock.cost_tags.team': got 7; expected a tag value"),
+        ({"bedrock.cost_tags": f'{{"team": "{"t" * 257}"}}'}, r"'bedrock.cost_tags.team': got 't+'"),
+        (
+            {"bedrock.cost_tags": '{"team": "a", "AWS:createdBy": "me"}'},
+            r"'bedrock.cost_tags': got \{.*\}; expected tag keys that do not start with 'aws:' .*got AWS:createdBy",
+        ),
         (
             {"bedrock.invocation_logging": "maybe"},
             r"'bedrock.invocation_logging': got 'maybe'; expected true or false",

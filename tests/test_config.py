@@ -100,12 +100,15 @@ def test_unknown_key_lists_the_tiers_keys() -> None:
 
 
 def test_cdk_owned_keys_are_not_ours_to_reject() -> None:
-    parse(
-        **{
-            "@aws-cdk/core:newStyleStackSynthesis": True,
-            "aws:cdk:bundling-stacks": [],
-            "acknowledged-issue-numbers": [],
-        }
+    assert (
+        parse(
+            **{
+                "@aws-cdk/core:newStyleStackSynthesis": True,
+                "aws:cdk:bundling-stacks": [],
+                "acknowledged-issue-numbers": [],
+            }
+        )
+        == parse()
     )
 
 

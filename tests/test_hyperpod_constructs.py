@@ -182,6 +182,8 @@ def test_chart_directory_must_hold_packaged_dependencies(tmp_path: Path) -> None
         Parts(unpackaged)
     with pytest.raises(ValueError, match=r"has no Chart.yaml"):
         Parts(tmp_path / "absent")
+    with pytest.raises(ValueError, match=r"has no Chart.yaml"):  # a name too long for the file system
+        Parts(tmp_path / ("x" * 300))
 
 
 def test_network_sizing_and_az_id_are_validated() -> None:

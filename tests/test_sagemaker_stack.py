@@ -135,6 +135,15 @@ def test_first_deploy_without_the_endpoint_creates_the_bucket_only() -> None:
     assert "Outputs" not in template
 
 
+def test_a_latency_slo_of_fractional_seconds_sets_the_alarm() -> None:
+    # Duration.to_seconds() raised a jsii error for 2500 ms; the description now divides milliseconds.
+    stack = build_tier("sagemaker", **{"sagemaker.latency_slo_ms": "2500"})
+    alarms = resources_of(stack.template(STACK_NAME).to_json(), "AWS::CloudWatch::Alarm").values()
+    (latency,) = [a for a in alarms if "SLO" in a["Properties"].get("AlarmDescription", "")]
+    assert latency["Properties"]["Threshold"] == 2_500_000
+    assert latency["Properties"]["AlarmDescription"] == "p90 model latency at or above the 2.5 s SLO."
+
+
 def test_scale_to_zero_from_context() -> None:
     stack = build_tier("sagemaker", **{"sagemaker.scale_to_zero": "true", "sagemaker.idle_minutes": "30"})
     template = stack.template(STACK_NAME).to_json()

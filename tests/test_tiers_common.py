@@ -9,6 +9,7 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import TIERS
+from inference_tiers.ops.smoke import STACK_NAMES as SMOKE_DEFAULT_STACKS
 from tests.harness import TierBuild, cfn_lint_errors, mask_asset_hashes
 
 ALL_TIERS = sorted(TIERS)
@@ -29,10 +30,23 @@ def test_cfn_lint_reports_no_errors(tier: str, tier_build: Callable[[str], TierB
         assert cfn_lint_errors(template) == [], name
 
 
+# The stack names the `inference-tiers smoke` command and the README rely on (one stack per tier).
+STACK_NAMES = {
+    "bedrock": ["InferenceTiers-Bedrock"],
+    "sagemaker": ["InferenceTiers-SageMaker"],
+    "hyperpod": ["InferenceTiers-HyperPod"],
+    "disaggregated": ["InferenceTiers-Disaggregated"],
+}
+
+
+def test_every_registered_tier_has_an_agreed_stack_name_and_smoke_defaults_to_it() -> None:
+    assert sorted(STACK_NAMES) == ALL_TIERS
+    assert {tier: names[0] for tier, names in STACK_NAMES.items()} == SMOKE_DEFAULT_STACKS
+
+
 @pytest.mark.parametrize("tier", ALL_TIERS)
 def test_stacks_are_named_for_the_tier(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
-    names = [s.stack_name for s in tier_build(tier).stacks]
-    assert names and all(n.startswith("InferenceTiers-") for n in names), names
+    assert [s.stack_name for s in tier_build(tier).stacks] == STACK_NAMES[tier]
 
 
 @pytest.mark.parametrize("tier", ALL_TIERS)

@@ -91,7 +91,11 @@ def check_chart_directory(chart_directory: Path) -> None:
     """Raise ValueError unless ``chart_directory`` holds a Helm chart with all its dependencies packaged."""
     how = f"run {FETCH_SCRIPT.name} (inference_tiers/assets/hyperpod/) with helm and internet access first"
     chart_yaml = chart_directory / "Chart.yaml"
-    if not chart_yaml.is_file():
+    try:
+        has_chart = chart_yaml.is_file()
+    except OSError:  # is_file() raises, not returns False, for a name the file system rejects (too long)
+        has_chart = False
+    if not has_chart:
         raise ValueError(
             f"dependency chart directory: got {str(chart_directory)!r}, which has no Chart.yaml; expected the "
             f"packaged HyperPodHelmChart directory ({how})"

@@ -13,6 +13,8 @@ Region can assume. The Put call validates those permissions synchronously, so it
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -39,6 +41,7 @@ class ModelInvocationLogging(Construct):
     :param image_data: log image inputs/outputs. Default False (images may carry personal data).
     :param embedding_data: log embeddings. Default False.
     :param video_data: log video inputs/outputs. Default False.
+    :param audio_data: log audio inputs/outputs (speech models). Default False.
     :param log_retention: CloudWatch log retention. Default one year.
     :param object_expiration: how long log objects stay in S3. Default 365 days.
     :param key_prefix: S3 key prefix of the logs. Default ``bedrock-invocation-logs``.
@@ -54,6 +57,7 @@ class ModelInvocationLogging(Construct):
         image_data: bool = False,
         embedding_data: bool = False,
         video_data: bool = False,
+        audio_data: bool = False,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
         object_expiration: Duration = DEFAULT_OBJECT_EXPIRATION,
         key_prefix: str = "bedrock-invocation-logs",
@@ -61,14 +65,19 @@ class ModelInvocationLogging(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._check_single_per_environment()
-        if not any((text_data, image_data, embedding_data, video_data)):
+        if not any((text_data, image_data, embedding_data, video_data, audio_data)):
             raise ValueError(
                 "ModelInvocationLogging: got every *_data flag False; expected at least one of text_data, "
-                "image_data, embedding_data, video_data to be True"
+                "image_data, embedding_data, video_data, audio_data to be True"
             )
-        if not key_prefix or not key_prefix.replace("-", "").replace("/", "").replace("_", "").isalnum():
+        # The bucket policy grants <prefix>/AWSLogs/...: a leading, trailing or doubled '/' would grant a path
+        # Bedrock does not write to.
+        if not isinstance(key_prefix, str) or not re.fullmatch(
+            r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", key_prefix
+        ):
             raise ValueError(
-                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected letters, digits, '-', '_' or '/'"
+                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected ASCII letters, digits, '-' or "
+                "'_', in segments separated by single '/' (no leading or trailing '/')"
             )
         day_ms = 86_400_000
         if object_expiration.to_milliseconds() < day_ms or object_expiration.to_milliseconds() % day_ms:
@@ -148,6 +157,7 @@ class ModelInvocationLogging(Construct):
                 "imageDataDeliveryEnabled": image_data,
                 "embeddingDataDeliveryEnabled": embedding_data,
                 "videoDataDeliveryEnabled": video_data,
+                "audioDataDeliveryEnabled": audio_data,
                 "s3Config": {"bucketName": self.bucket.bucket_name, "keyPrefix": key_prefix},
                 "cloudWatchConfig": {
                     "logGroupName": self.log_group.log_group_name,

@@ -1,6 +1,7 @@
 """Least-privilege Bedrock invoke access that can enforce a guardrail.
 
-A model is reached in one of three ways, each needing different IAM resources (tier1-bedrock reference §2.7):
+A model is reached in one of three ways, each needing different IAM resources (Bedrock user guide,
+"Prerequisites for inference profiles" and the cross-Region inference pages):
 
 - :class:`FoundationModel`: the model in this Region, ``arn:<p>:bedrock:<region>::foundation-model/<id>``.
 - :class:`CrossRegionProfile`: a system inference profile (``us.<id>``, ``global.<id>``...). IAM checks the

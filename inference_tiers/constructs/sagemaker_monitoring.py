@@ -174,7 +174,8 @@ class EndpointMonitoring(Construct):
             "LatencySlo",
             metrics.model_latency("p90"),
             threshold=latency_micros,
-            description=f"p90 model latency at or above the {thresholds.latency_slo.to_seconds()} s SLO.",
+            # Milliseconds / 1000, not to_seconds(): that raises for an SLO that is not a whole number of seconds.
+            description=f"p90 model latency at or above the {latency_micros / 1_000_000:g} s SLO.",
         )
         self.gpu_memory_alarm = self._alarm(
             "GpuMemory",

@@ -86,6 +86,14 @@ _RETENTION_DAYS = dict(
     )
 )
 
+_NON_EMPTY_TAG_VALUE = text(TAG_PATTERN, description="a tag value", max_length=256)
+
+
+def _tag_value(key: str, raw: Any) -> str:
+    """A tag value; unlike text(), empty is allowed, as it is for Bedrock tags (0-256 characters)."""
+    return "" if raw == "" else str(_NON_EMPTY_TAG_VALUE(key, raw))
+
+
 _PRINCIPAL = (
     r"account|[0-9]{12}|arn:aws(-[a-z-]+)?:iam::[0-9]{12}:(root|role/[\w+=,.@/-]+|user/[\w+=,.@/-]+)"
     r"|[a-z0-9-]+(\.[a-z0-9-]+)*\.amazonaws\.com"
@@ -109,10 +117,7 @@ class BedrockSettings:
         boolean(), "Create an application inference profile (cost-allocation tags) and call through it."
     )
     cost_tags: dict[str, str] = setting(
-        mapping(
-            text(rf"{TAG_PATTERN}", description="a tag value", max_length=256),
-            key_pattern=r"[a-zA-Z0-9 ._:/=+@-]{1,128}",
-        ),
+        mapping(_tag_value, key_pattern=r"[a-zA-Z0-9 ._:/=+@-]{1,128}"),
         "Tags on the application inference profile; activate them as cost-allocation tags.",
     )
     application_role_principal: str = setting(
@@ -172,6 +177,13 @@ class BedrockSettings:
                 "bedrock.model_id",
                 self.model_id,
                 "a foundation-model id without the geography prefix (set bedrock.inference_profile instead)",
+            )
+        reserved = sorted(key for key in self.cost_tags if key.lower().startswith("aws:"))
+        if reserved:
+            raise ConfigError(
+                "bedrock.cost_tags",
+                self.cost_tags,
+                f"tag keys that do not start with 'aws:' (reserved for AWS; got {', '.join(reserved)})",
             )
         if self.log_retention_days not in _RETENTION_DAYS:
             raise ConfigError(
@@ -242,7 +254,9 @@ class BedrockStack(Stack):
                 self,
                 "InferenceProfile",
                 model_source=source,
-                description=f"inference-tiers bedrock tier {settings.model_id}",
+                # Fixed text: the description pattern forbids what some valid model ids contain ('--', >171
+                # characters), and the model is in the profile's model source anyway.
+                description="inference-tiers bedrock tier application profile",
                 cost_tags=settings.cost_tags,
             )
             model = self.inference_profile.model_source
