@@ -423,7 +423,7 @@ def test_outputs(template: Mapping[str, Any]) -> None:
     invoke = resolve_join(template["Outputs"]["InvokeUrl"]["Value"], "x")
     assert invoke == "https://runtime.sagemaker.x.x/endpoints/llama-3-1-8b-instruct/invocations"
     dashboard = resolve_join(template["Outputs"]["DashboardUrl"]["Value"], "r")
-    assert dashboard == "https://r.console.aws.amazon.com/cloudwatch/home?region=r#dashboards:name=r"
+    assert dashboard == "https://r/cloudwatch/home?region=r#dashboards/dashboard/r"
 
 
 def test_missing_chart_blocks_deployment_but_not_synth(template: Mapping[str, Any]) -> None:

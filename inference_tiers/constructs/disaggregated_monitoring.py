@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_eks as eks_l1
@@ -30,6 +30,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from inference_tiers.constructs.console import dashboard_url
 from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
 from inference_tiers.constructs.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
@@ -379,10 +380,7 @@ class DisaggregatedMonitoring(Construct):
         widgets.append(cw.AlarmStatusWidget(title="Alarms", alarms=self.alarms))
         for i in range(0, len(widgets), 2):
             self.dashboard.add_widgets(*(w for w in widgets[i : i + 2]))
-        self.dashboard_url = (
-            f"https://{Aws.REGION}.console.{Aws.URL_SUFFIX}/cloudwatch/home?region={Aws.REGION}"
-            f"#dashboards/dashboard/{self.dashboard.dashboard_name}"
-        )
+        self.dashboard_url = dashboard_url(self.dashboard)
 
     def _metric(self, name: str, role: str, statistic: str, minutes: int = 1) -> cw.Metric:
         """One series of the exporter's single dimension set (ClusterName, Namespace, Role)."""

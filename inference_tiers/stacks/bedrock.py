@@ -36,6 +36,7 @@ from inference_tiers.config import (
     text,
 )
 from inference_tiers.constructs.bedrock_monitoring import BedrockMonitoring
+from inference_tiers.constructs.console import dashboard_url
 from inference_tiers.constructs.guardrail import Guardrail, GuardrailTier
 from inference_tiers.constructs.inference_profile import TAG_PATTERN, ApplicationInferenceProfile
 from inference_tiers.constructs.invocation_logging import ModelInvocationLogging
@@ -351,10 +352,7 @@ class BedrockStack(Stack):
         CfnOutput(
             self,
             "DashboardUrl",
-            value=(
-                f"https://{self.region}.console.aws.amazon.com/cloudwatch/home?region={self.region}"
-                f"#dashboards:name={self.monitoring.dashboard.dashboard_name}"
-            ),
+            value=dashboard_url(self.monitoring.dashboard),
         )
         CfnOutput(
             self,

@@ -32,6 +32,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.console import dashboard_url
 from inference_tiers.constructs.eks_cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
@@ -415,8 +416,7 @@ class HyperPodStack(Stack):
         CfnOutput(
             self,
             "DashboardUrl",
-            value=f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
-            f"#dashboards:name={dashboard.dashboard_name}",
+            value=dashboard_url(dashboard),
         )
         if settings.endpoint_name is not None:
             CfnOutput(self, "SageMakerEndpointName", value=settings.endpoint_name)

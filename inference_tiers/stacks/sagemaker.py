@@ -31,6 +31,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.console import dashboard_url
 from inference_tiers.constructs.encryption import retained_key
 from inference_tiers.constructs.network import create_private_vpc
 from inference_tiers.constructs.sagemaker_capacity import (
@@ -301,8 +302,7 @@ class SageMakerStack(Stack):
         CfnOutput(
             self,
             "DashboardUrl",
-            value=f"https://console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
-            f"#dashboards:name={endpoint.dashboard.dashboard_name}",
+            value=dashboard_url(endpoint.dashboard),
         )
         body = json.dumps(
             {
