@@ -273,6 +273,16 @@ def check_capacity_reservations(clients: Clients, req: AccountRequirements) -> l
     return results
 
 
+def _missing_or_unchecked(
+    name: str, error: ClientError, not_found_codes: tuple[str, ...], missing: str, fix: str, permission: str
+) -> CheckResult:
+    """A failed check when ``error`` says the resource is missing here; otherwise "could not check" naming the
+    permission the caller lacks (or the error that stopped the call)."""
+    if error_code(error) in not_found_codes:
+        return CheckResult(name, "fail", missing, fix)
+    return could_not_check(name, error, permission)
+
+
 def check_training_plans(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
     """Configured SageMaker training plans exist, serve this tier's resources and instance types, and are active."""
     results = []
@@ -295,17 +305,16 @@ def check_training_plans(clients: Clients, req: AccountRequirements) -> list[Che
         try:
             found = clients.client("sagemaker").describe_training_plan(TrainingPlanName=plan)
         except ClientError as error:
-            if error_code(error) in ("ResourceNotFound", "ValidationException"):
-                results.append(
-                    CheckResult(
-                        name,
-                        "fail",
-                        f"not found in {clients.region} ({error_code(error)})",
-                        "check the ARN and the Region (aws sagemaker list-training-plans)",
-                    )
+            results.append(
+                _missing_or_unchecked(
+                    name,
+                    error,
+                    ("ResourceNotFound", "ValidationException"),
+                    f"not found in {clients.region} ({error_code(error)})",
+                    "check the ARN and the Region (aws sagemaker list-training-plans)",
+                    "sagemaker:DescribeTrainingPlan",
                 )
-            else:
-                results.append(could_not_check(name, error, "sagemaker:DescribeTrainingPlan"))
+            )
             continue
         results.append(_training_plan_result(name, found, req))
     return results
@@ -357,6 +366,10 @@ def _training_plan_result(name: str, plan: dict[str, Any], req: AccountRequireme
     return CheckResult(name, "fail", detail, "buy a new training plan and update the config")
 
 
+# Error codes with which Bedrock answers a model or profile that does not exist (or is not offered) here.
+_BEDROCK_NOT_FOUND = ("ResourceNotFoundException", "ValidationException")
+
+
 def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
     """The configured model is offered and authorized here; the cross-Region inference profile exists."""
     results: list[CheckResult] = []
@@ -367,17 +380,16 @@ def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResul
             details = bedrock.get_foundation_model(modelIdentifier=req.bedrock_model_id)["modelDetails"]
             availability = bedrock.get_foundation_model_availability(modelId=req.bedrock_model_id)
         except ClientError as error:
-            if error_code(error) in ("ResourceNotFoundException", "ValidationException"):
-                results.append(
-                    CheckResult(
-                        name,
-                        "fail",
-                        f"not offered in {clients.region} ({error_code(error)})",
-                        "choose a model listed by aws bedrock list-foundation-models here",
-                    )
+            results.append(
+                _missing_or_unchecked(
+                    name,
+                    error,
+                    _BEDROCK_NOT_FOUND,
+                    f"not offered in {clients.region} ({error_code(error)})",
+                    "choose a model listed by aws bedrock list-foundation-models here",
+                    "bedrock:GetFoundationModel",
                 )
-            else:
-                results.append(could_not_check(name, error, "bedrock:GetFoundationModel"))
+            )
         else:
             results.append(_bedrock_model_result(name, details, availability, req))
     if req.bedrock_inference_profile_id:
@@ -387,17 +399,16 @@ def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResul
                 inferenceProfileIdentifier=req.bedrock_inference_profile_id
             )
         except ClientError as error:
-            if error_code(error) in ("ResourceNotFoundException", "ValidationException"):
-                results.append(
-                    CheckResult(
-                        name,
-                        "fail",
-                        f"not found in {clients.region}",
-                        "choose one from aws bedrock list-inference-profiles here",
-                    )
+            results.append(
+                _missing_or_unchecked(
+                    name,
+                    error,
+                    _BEDROCK_NOT_FOUND,
+                    f"not found in {clients.region}",
+                    "choose one from aws bedrock list-inference-profiles here",
+                    "bedrock:GetInferenceProfile",
                 )
-            else:
-                results.append(could_not_check(name, error, "bedrock:GetInferenceProfile"))
+            )
         else:
             regions = sorted(
                 {m["modelArn"].split(":")[3] for m in profile.get("models", []) if "modelArn" in m}

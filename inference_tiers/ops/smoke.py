@@ -16,7 +16,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -279,63 +279,54 @@ def smoke_sagemaker(clients: Clients, outputs: dict[str, str]) -> list[CheckResu
     if component:
         target["InferenceComponentName"] = component
 
-    start = time.perf_counter()
-    try:
+    def complete(start: float) -> tuple[str, float | None]:
         response = runtime.invoke_endpoint(Body=json.dumps(chat_body(BENIGN_PROMPT, stream=False)), **target)
-        text = _completion_text(json.loads(response["Body"].read()))
-    except ClientError as error:
-        results.append(
-            CheckResult(
-                "chat request",
-                "fail",
-                f"{error_code(error)}: {error_message(error)[:120]}",
-                "read the endpoint's CloudWatch logs",
-                total_ms=_ms(start),
-            )
-        )
-    except ValueError as error:
-        results.append(
-            CheckResult(
-                "chat request",
-                "fail",
-                f"response is not OpenAI-style JSON ({error})",
-                "serve the model with an OpenAI-compatible container (vLLM, SGLang, LMI)",
-                total_ms=_ms(start),
-            )
-        )
-    else:
-        results.append(_tokens_result("chat request", text, None, start))
+        return _completion_text(json.loads(response["Body"].read())), None
 
-    start = time.perf_counter()
-    try:
+    def stream(start: float) -> tuple[str, float | None]:
         response = runtime.invoke_endpoint_with_response_stream(
             Body=json.dumps(chat_body(BENIGN_PROMPT, stream=True)), **target
         )
         parts = (event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event)
-        text, ttft = stream_tokens(parts, start)
+        return stream_tokens(parts, start)
+
+    results.append(
+        _endpoint_chat_step(
+            "chat request",
+            complete,
+            "response is not OpenAI-style JSON",
+            "serve the model with an OpenAI-compatible container (vLLM, SGLang, LMI)",
+        )
+    )
+    results.append(
+        _endpoint_chat_step(
+            "streamed chat request",
+            stream,
+            "stream is not OpenAI-style SSE",
+            "serve the model with an OpenAI-compatible container",
+        )
+    )
+    return results
+
+
+def _endpoint_chat_step(
+    step: str, request: Callable[[float], tuple[str, float | None]], bad_format: str, fix: str
+) -> CheckResult:
+    """Time one chat request to the endpoint; ``request(start)`` returns the text and time to first token."""
+    start = time.perf_counter()
+    try:
+        text, ttft = request(start)
     except ClientError as error:
-        results.append(
-            CheckResult(
-                "streamed chat request",
-                "fail",
-                f"{error_code(error)}: {error_message(error)[:120]}",
-                "read the endpoint's CloudWatch logs",
-                total_ms=_ms(start),
-            )
+        return CheckResult(
+            step,
+            "fail",
+            f"{error_code(error)}: {error_message(error)[:120]}",
+            "read the endpoint's CloudWatch logs",
+            total_ms=_ms(start),
         )
     except ValueError as error:
-        results.append(
-            CheckResult(
-                "streamed chat request",
-                "fail",
-                f"stream is not OpenAI-style SSE ({error})",
-                "serve the model with an OpenAI-compatible container",
-                total_ms=_ms(start),
-            )
-        )
-    else:
-        results.append(_tokens_result("streamed chat request", text, ttft, start))
-    return results
+        return CheckResult(step, "fail", f"{bad_format} ({error})", fix, total_ms=_ms(start))
+    return _tokens_result(step, text, ttft, start)
 
 
 def _tokens_result(step: str, text: str, ttft: float | None, start: float) -> CheckResult:
