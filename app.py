@@ -4,7 +4,7 @@
 import aws_cdk as cdk
 
 from inference_tiers.app_factory import build_app, parse_app_config
-from inference_tiers.nag import add_nag_checks
+from inference_tiers.constructs.common.nag import add_nag_checks
 
 app = cdk.App()
 build_app(app, parse_app_config(app.node.get_all_context()))

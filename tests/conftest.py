@@ -8,9 +8,22 @@ tests run cfn-lint instead).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("CDK_VALIDATION", "false")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+# One session folder holds every temporary file of the run: each cdk.App without an outdir makes a cdk.out*
+# folder (with a copy of the kubectl layer) in the temp dir, so the suite points TMPDIR (which the jsii kernel
+# inherits) at a folder of its own and removes it when the session ends. pytest-xdist workers inherit the
+# variable from the controller and share the folder; only the process that made it removes it.
+_SESSION_TMP_VAR = "INFERENCE_TIERS_TEST_TMPDIR"
+_OWNS_SESSION_TMP = _SESSION_TMP_VAR not in os.environ
+if _OWNS_SESSION_TMP:
+    os.environ[_SESSION_TMP_VAR] = tempfile.mkdtemp(prefix="inference-tiers-tests-")
+os.environ["TMPDIR"] = os.environ[_SESSION_TMP_VAR]
+tempfile.tempdir = os.environ[_SESSION_TMP_VAR]
 
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
@@ -19,6 +32,16 @@ import pytest  # noqa: E402
 from syrupy.extensions.json import JSONSnapshotExtension  # noqa: E402
 
 from tests.harness import TierBuild, build_tier  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _OWNS_SESSION_TMP and config.option.basetemp is None:
+        config.option.basetemp = os.path.join(os.environ[_SESSION_TMP_VAR], "pytest")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWNS_SESSION_TMP:
+        shutil.rmtree(os.environ[_SESSION_TMP_VAR], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from aws_cdk.assertions import Template
 from inference_tiers.app_factory import build_app, parse_app_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = PROJECT_ROOT / "tests" / "data"
 
 # Never run Docker bundling in a test (bundling happens at construct time, so it must be on the App).
 _NO_BUNDLING = {"aws:cdk:bundling-stacks": []}

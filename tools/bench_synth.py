@@ -25,7 +25,7 @@ TARGET_RATIO = 2.0
 
 EMPTY_APP = """\
 import aws_cdk as cdk
-from inference_tiers.nag import add_nag_checks
+from inference_tiers.constructs.common.nag import add_nag_checks
 
 app = cdk.App()
 cdk.Stack(app, "Empty")

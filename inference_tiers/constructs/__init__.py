@@ -1,48 +1,64 @@
-"""Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``."""
+"""Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``.
 
-from inference_tiers.constructs.bedrock_monitoring import BedrockMonitoring
-from inference_tiers.constructs.disaggregated_monitoring import DisaggregatedMonitoring
-from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
-from inference_tiers.constructs.eks_cluster import AddonVersions, EksCluster
-from inference_tiers.constructs.guardrail import (
+One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``common``);
+every public name is re-exported here as well.
+"""
+
+from inference_tiers.constructs.bedrock import (
+    ApplicationInferenceProfile,
+    ApplicationProfile,
     AutomatedReasoning,
+    BedrockMonitoring,
     ContentFilter,
     ContentFilterType,
     ContextualGrounding,
+    CrossRegionProfile,
     DeniedTopic,
     FilterStrength,
+    FoundationModel,
+    Geography,
     Guardrail,
     GuardrailAction,
     GuardrailTier,
     IGuardrail,
     ImportedGuardrail,
     Modality,
+    ModelInvocationLogging,
+    ModelInvokeAccess,
     PiiAction,
     PiiEntity,
     PiiEntityType,
     RegexFilter,
     WordFilter,
-)
-from inference_tiers.constructs.hyperpod_cluster import HyperPodCluster, HyperPodInstanceGroup, HyperPodTaint
-from inference_tiers.constructs.hyperpod_dependencies import HyperPodDependencyChart
-from inference_tiers.constructs.hyperpod_inference_operator import HyperPodInferenceOperator
-from inference_tiers.constructs.hyperpod_model_endpoint import HyperPodModelEndpoint
-from inference_tiers.constructs.hyperpod_network import HyperPodNetwork
-from inference_tiers.constructs.hyperpod_observability import HyperPodObservability
-from inference_tiers.constructs.inference_profile import ApplicationInferenceProfile
-from inference_tiers.constructs.invocation_logging import ModelInvocationLogging
-from inference_tiers.constructs.model_access import (
-    ApplicationProfile,
-    CrossRegionProfile,
-    FoundationModel,
-    Geography,
-    ModelInvokeAccess,
     invoke_statements,
 )
-from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
-from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds, EndpointMetrics
-from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
-from inference_tiers.constructs.sagemaker_weights import ModelWeights
+from inference_tiers.constructs.disaggregated import (
+    DisaggregatedMonitoring,
+    DisaggregatedServing,
+)
+from inference_tiers.constructs.eks import (
+    AddonVersions,
+    EfaNodeGroup,
+    EksCluster,
+    GpuDevicePlugins,
+)
+from inference_tiers.constructs.hyperpod import (
+    HyperPodCluster,
+    HyperPodDependencyChart,
+    HyperPodInferenceOperator,
+    HyperPodInstanceGroup,
+    HyperPodModelEndpoint,
+    HyperPodNetwork,
+    HyperPodObservability,
+    HyperPodTaint,
+)
+from inference_tiers.constructs.sagemaker import (
+    AlarmThresholds,
+    EndpointMetrics,
+    ModelWeights,
+    SageMakerLlmEndpoint,
+    ScalingOptions,
+)
 
 __all__ = [
     "AddonVersions",
@@ -58,11 +74,13 @@ __all__ = [
     "DeniedTopic",
     "DisaggregatedMonitoring",
     "DisaggregatedServing",
+    "EfaNodeGroup",
     "EksCluster",
     "EndpointMetrics",
     "FilterStrength",
     "FoundationModel",
     "Geography",
+    "GpuDevicePlugins",
     "Guardrail",
     "GuardrailAction",
     "GuardrailTier",
@@ -76,6 +94,7 @@ __all__ = [
     "HyperPodTaint",
     "IGuardrail",
     "ImportedGuardrail",
+    "invoke_statements",
     "Modality",
     "ModelInvocationLogging",
     "ModelInvokeAccess",
@@ -87,5 +106,4 @@ __all__ = [
     "SageMakerLlmEndpoint",
     "ScalingOptions",
     "WordFilter",
-    "invoke_statements",
 ]

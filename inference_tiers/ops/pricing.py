@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference_tiers import ASSETS_DIR
 from inference_tiers.instance_types import SAGEMAKER_PREFIX
 
-DEFAULT_PRICE_FILE = Path(__file__).resolve().parent.parent / "assets" / "ops" / "prices-us-east-1.json"
+DEFAULT_PRICE_FILE = ASSETS_DIR / "ops" / "prices-us-east-1.json"
 
 
 class PriceTableError(ValueError):

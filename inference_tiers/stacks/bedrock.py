@@ -35,12 +35,10 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.bedrock_monitoring import BedrockMonitoring
-from inference_tiers.constructs.console import dashboard_url
-from inference_tiers.constructs.guardrail import Guardrail, GuardrailTier
-from inference_tiers.constructs.inference_profile import TAG_PATTERN, ApplicationInferenceProfile
-from inference_tiers.constructs.invocation_logging import ModelInvocationLogging
-from inference_tiers.constructs.model_access import (
+from inference_tiers.constructs.bedrock.guardrail import Guardrail, GuardrailTier
+from inference_tiers.constructs.bedrock.inference_profile import TAG_PATTERN, ApplicationInferenceProfile
+from inference_tiers.constructs.bedrock.invocation_logging import ModelInvocationLogging
+from inference_tiers.constructs.bedrock.model_access import (
     MODEL_ID_PATTERN,
     CrossRegionProfile,
     FoundationModel,
@@ -49,7 +47,9 @@ from inference_tiers.constructs.model_access import (
     ModelSource,
     has_geography_prefix,
 )
-from inference_tiers.nag import acknowledge
+from inference_tiers.constructs.bedrock.monitoring import BedrockMonitoring
+from inference_tiers.constructs.common.console import dashboard_url
+from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Bedrock"

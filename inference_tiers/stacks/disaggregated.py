@@ -29,15 +29,10 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.disaggregated_monitoring import DisaggregatedMonitoring
-from inference_tiers.constructs.disaggregated_serving import DisaggregatedServing
-from inference_tiers.constructs.efa_node_group import (
-    CAPACITY_MODES,
-    EFA_NODE_POOL,
-    CapacityMode,
-    EfaNodeGroup,
-)
-from inference_tiers.constructs.eks_cluster import (
+from inference_tiers.constructs.common.network import create_private_vpc
+from inference_tiers.constructs.disaggregated.monitoring import DisaggregatedMonitoring
+from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
+from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     EKS_NAT_GATEWAYS,
@@ -47,8 +42,13 @@ from inference_tiers.constructs.eks_cluster import (
     EksCluster,
     as_cluster_ref,
 )
-from inference_tiers.constructs.gpu_device_plugins import GpuDevicePlugins
-from inference_tiers.constructs.network import create_private_vpc
+from inference_tiers.constructs.eks.device_plugins import GpuDevicePlugins
+from inference_tiers.constructs.eks.efa_node_group import (
+    CAPACITY_MODES,
+    EFA_NODE_POOL,
+    CapacityMode,
+    EfaNodeGroup,
+)
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.tier import Tier
 

@@ -32,8 +32,11 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.console import dashboard_url
-from inference_tiers.constructs.eks_cluster import (
+from inference_tiers.constructs.common.console import dashboard_url
+from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
+from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
@@ -41,21 +44,19 @@ from inference_tiers.constructs.eks_cluster import (
     EksCluster,
     as_cluster_ref,
 )
-from inference_tiers.constructs.encryption import retained_key
-from inference_tiers.constructs.hyperpod_cluster import (
+from inference_tiers.constructs.hyperpod.cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
     HyperPodInstanceGroup,
 )
-from inference_tiers.constructs.hyperpod_dependencies import (
+from inference_tiers.constructs.hyperpod.dependencies import (
     MISSING_CHART_PLACEHOLDER,
     HyperPodDependencyChart,
 )
-from inference_tiers.constructs.hyperpod_inference_operator import HyperPodInferenceOperator
-from inference_tiers.constructs.hyperpod_model_endpoint import HyperPodModelEndpoint
-from inference_tiers.constructs.hyperpod_network import HyperPodNetwork, hyperpod_ips_per_instance
-from inference_tiers.constructs.hyperpod_observability import HyperPodObservability
-from inference_tiers.constructs.storage import access_logs_bucket, private_bucket
+from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
+from inference_tiers.constructs.hyperpod.network import HyperPodNetwork, hyperpod_ips_per_instance
+from inference_tiers.constructs.hyperpod.observability import HyperPodObservability
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
 from inference_tiers.k8s.hyperpod_inference import (
     AutoScaling,
@@ -68,7 +69,6 @@ from inference_tiers.k8s.hyperpod_inference import (
     S3ModelSource,
     VllmWorker,
 )
-from inference_tiers.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-HyperPod"

@@ -31,22 +31,22 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.console import dashboard_url
-from inference_tiers.constructs.encryption import retained_key
-from inference_tiers.constructs.network import create_private_vpc
-from inference_tiers.constructs.sagemaker_capacity import (
+from inference_tiers.constructs.common.console import dashboard_url
+from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.network import create_private_vpc
+from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
+from inference_tiers.constructs.sagemaker.capacity import (
     MAX_INSTANCE_POOLS,
     ROUTING_STRATEGIES,
     Capacity,
     capacity_reservation_config,
     routing_config,
 )
-from inference_tiers.constructs.sagemaker_endpoint import SageMakerLlmEndpoint
-from inference_tiers.constructs.sagemaker_engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
-from inference_tiers.constructs.sagemaker_monitoring import AlarmThresholds
-from inference_tiers.constructs.sagemaker_scaling import ScalingOptions
-from inference_tiers.constructs.sagemaker_weights import ModelWeights
-from inference_tiers.constructs.storage import access_logs_bucket, private_bucket
+from inference_tiers.constructs.sagemaker.endpoint import SageMakerLlmEndpoint
+from inference_tiers.constructs.sagemaker.engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
+from inference_tiers.constructs.sagemaker.monitoring import AlarmThresholds
+from inference_tiers.constructs.sagemaker.scaling import ScalingOptions
+from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-SageMaker"

@@ -1,0 +1,845 @@
+"""An Amazon Bedrock guardrail with typed policies, a CMK, and a version that only changes when the policy does.
+
+Built on the ``aws_bedrock`` L1s (``CfnGuardrail``, ``CfnGuardrailVersion``): the Bedrock L2s exist only in the
+alpha module, whose ``createVersion()`` derives the version's logical id from unresolved tokens and so replaces
+the version on no-op deploys (aws/aws-cdk#38674). Here the version's logical id is a hash of the *resolved*
+policy: plain Python values, never tokens.
+
+Property names and limits follow the CloudFormation schema of ``AWS::Bedrock::Guardrail`` (cfn-lint's copy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum, StrEnum
+from typing import Any, Protocol, TypeVar
+
+from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, Stack, Token
+from aws_cdk import aws_bedrock as bedrock
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from inference_tiers.constructs.common.encryption import retained_key
+
+E = TypeVar("E", bound=Enum)
+
+
+class FilterStrength(StrEnum):
+    NONE = "NONE"
+    LOW = "LOW"
+    MEDIUM = "MEDIUM"
+    HIGH = "HIGH"
+
+
+class ContentFilterType(StrEnum):
+    SEXUAL = "SEXUAL"
+    VIOLENCE = "VIOLENCE"
+    HATE = "HATE"
+    INSULTS = "INSULTS"
+    MISCONDUCT = "MISCONDUCT"
+    PROMPT_ATTACK = "PROMPT_ATTACK"
+
+
+class GuardrailAction(StrEnum):
+    """What a content, topic, word or grounding filter does on a match (NONE: detect and report only)."""
+
+    BLOCK = "BLOCK"
+    NONE = "NONE"
+
+
+class Modality(StrEnum):
+    TEXT = "TEXT"
+    IMAGE = "IMAGE"
+
+
+class PiiAction(StrEnum):
+    BLOCK = "BLOCK"
+    ANONYMIZE = "ANONYMIZE"
+    NONE = "NONE"
+
+
+class PiiEntityType(StrEnum):
+    ADDRESS = "ADDRESS"
+    AGE = "AGE"
+    AWS_ACCESS_KEY = "AWS_ACCESS_KEY"
+    AWS_SECRET_KEY = "AWS_SECRET_KEY"
+    CA_HEALTH_NUMBER = "CA_HEALTH_NUMBER"
+    CA_SOCIAL_INSURANCE_NUMBER = "CA_SOCIAL_INSURANCE_NUMBER"
+    CREDIT_DEBIT_CARD_CVV = "CREDIT_DEBIT_CARD_CVV"
+    CREDIT_DEBIT_CARD_EXPIRY = "CREDIT_DEBIT_CARD_EXPIRY"
+    CREDIT_DEBIT_CARD_NUMBER = "CREDIT_DEBIT_CARD_NUMBER"
+    DRIVER_ID = "DRIVER_ID"
+    EMAIL = "EMAIL"
+    INTERNATIONAL_BANK_ACCOUNT_NUMBER = "INTERNATIONAL_BANK_ACCOUNT_NUMBER"
+    IP_ADDRESS = "IP_ADDRESS"
+    LICENSE_PLATE = "LICENSE_PLATE"
+    MAC_ADDRESS = "MAC_ADDRESS"
+    NAME = "NAME"
+    PASSWORD = "PASSWORD"
+    PHONE = "PHONE"
+    PIN = "PIN"
+    SWIFT_CODE = "SWIFT_CODE"
+    UK_NATIONAL_HEALTH_SERVICE_NUMBER = "UK_NATIONAL_HEALTH_SERVICE_NUMBER"
+    UK_NATIONAL_INSURANCE_NUMBER = "UK_NATIONAL_INSURANCE_NUMBER"
+    UK_UNIQUE_TAXPAYER_REFERENCE_NUMBER = "UK_UNIQUE_TAXPAYER_REFERENCE_NUMBER"
+    URL = "URL"
+    USERNAME = "USERNAME"
+    US_BANK_ACCOUNT_NUMBER = "US_BANK_ACCOUNT_NUMBER"
+    US_BANK_ROUTING_NUMBER = "US_BANK_ROUTING_NUMBER"
+    US_INDIVIDUAL_TAX_IDENTIFICATION_NUMBER = "US_INDIVIDUAL_TAX_IDENTIFICATION_NUMBER"
+    US_PASSPORT_NUMBER = "US_PASSPORT_NUMBER"
+    US_SOCIAL_SECURITY_NUMBER = "US_SOCIAL_SECURITY_NUMBER"
+    VEHICLE_IDENTIFICATION_NUMBER = "VEHICLE_IDENTIFICATION_NUMBER"
+
+
+class GuardrailTier(StrEnum):
+    """CLASSIC (English, French, Spanish) or STANDARD (more languages; needs a cross-Region guardrail profile)."""
+
+    CLASSIC = "CLASSIC"
+    STANDARD = "STANDARD"
+
+
+def _enum(kind: type[E], value: Any, where: str) -> E:
+    """``value`` as a member of ``kind`` (members or their string values accepted), else a clear ValueError."""
+    try:
+        return kind(value)
+    except ValueError:
+        accepted = ", ".join(member.value for member in kind)
+        raise ValueError(f"{where}: got {value!r}; expected one of {accepted}") from None
+
+
+def _check_text(value: str, where: str, *, max_length: int, pattern: str | None = None) -> None:
+    """A non-empty string of at most ``max_length`` characters, matching ``pattern`` (skipped for tokens)."""
+    if Token.is_unresolved(value):
+        return
+    if not isinstance(value, str) or not 1 <= len(value) <= max_length:
+        raise ValueError(f"{where}: got {value!r}; expected a string of 1 to {max_length} characters")
+    if pattern and not re.fullmatch(pattern, value):
+        raise ValueError(f"{where}: got {value!r}; expected a string matching {pattern}")
+
+
+def _check_unique(values: Sequence[Any], where: str) -> None:
+    duplicates = sorted({str(v) for v in values if list(values).count(v) > 1})
+    if duplicates:
+        raise ValueError(f"{where}: got duplicates {duplicates}; expected each at most once")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Typed policies. Each dataclass validates itself and renders the CloudFormation shape (``_cfn``).
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContentFilter:
+    """One content-filter category. Strengths and actions apply separately to prompts (input) and responses.
+
+    ``output_strength`` defaults to MEDIUM, and to NONE for ``PROMPT_ATTACK``, which only inspects prompts
+    (an explicit other strength for it is an error).
+    """
+
+    type: ContentFilterType
+    input_strength: FilterStrength = FilterStrength.MEDIUM
+    output_strength: FilterStrength | None = None
+    input_action: GuardrailAction = GuardrailAction.BLOCK
+    output_action: GuardrailAction = GuardrailAction.BLOCK
+    input_enabled: bool = True
+    output_enabled: bool = True
+    input_modalities: tuple[Modality, ...] = (Modality.TEXT,)
+    output_modalities: tuple[Modality, ...] = (Modality.TEXT,)
+
+    def __post_init__(self) -> None:
+        where = f"ContentFilter({self.type!r})"
+        _set(self, "type", _enum(ContentFilterType, self.type, "ContentFilter.type"))
+        if self.output_strength is None:
+            prompt_only = self.type is ContentFilterType.PROMPT_ATTACK
+            _set(self, "output_strength", FilterStrength.NONE if prompt_only else FilterStrength.MEDIUM)
+        for name, kind in (
+            ("input_strength", FilterStrength),
+            ("output_strength", FilterStrength),
+            ("input_action", GuardrailAction),
+            ("output_action", GuardrailAction),
+        ):
+            _set(self, name, _enum(kind, getattr(self, name), f"{where}.{name}"))
+        for name in ("input_modalities", "output_modalities"):
+            modalities = tuple(_enum(Modality, m, f"{where}.{name}") for m in getattr(self, name))
+            if not 1 <= len(modalities) <= 2:
+                raise ValueError(f"{where}.{name}: got {modalities!r}; expected one or two of TEXT, IMAGE")
+            _check_unique(modalities, f"{where}.{name}")
+            _set(self, name, modalities)
+        output = self._output_strength
+        if self.type is ContentFilterType.PROMPT_ATTACK and output is not FilterStrength.NONE:
+            raise ValueError(
+                f"ContentFilter(PROMPT_ATTACK).output_strength: got {output.value!r}; expected "
+                "NONE (prompt attacks are detected in prompts only)"
+            )
+
+    @property
+    def _output_strength(self) -> FilterStrength:
+        assert self.output_strength is not None, "resolved in __post_init__"
+        return self.output_strength
+
+    def _cfn(self) -> dict[str, Any]:
+        return {
+            "type": self.type.value,
+            "input_strength": self.input_strength.value,
+            "output_strength": self._output_strength.value,
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+            "input_enabled": self.input_enabled,
+            "output_enabled": self.output_enabled,
+            "input_modalities": [m.value for m in self.input_modalities],
+            "output_modalities": [m.value for m in self.output_modalities],
+        }
+
+
+@dataclass(frozen=True)
+class DeniedTopic:
+    """A topic the guardrail refuses, described in natural language (``definition``) with example phrases."""
+
+    name: str
+    definition: str
+    examples: tuple[str, ...] = ()
+    input_action: GuardrailAction = GuardrailAction.BLOCK
+    output_action: GuardrailAction = GuardrailAction.BLOCK
+    input_enabled: bool = True
+    output_enabled: bool = True
+
+    def __post_init__(self) -> None:
+        where = f"DeniedTopic({self.name!r})"
+        _check_text(self.name, f"{where}.name", max_length=100, pattern=r"[0-9a-zA-Z\-_ !?.]+")
+        _check_text(self.definition, f"{where}.definition", max_length=1000)
+        _set(self, "examples", tuple(self.examples))
+        if len(self.examples) > 5:
+            raise ValueError(f"{where}.examples: got {len(self.examples)} examples; expected at most 5")
+        for index, example in enumerate(self.examples):
+            _check_text(example, f"{where}.examples[{index}]", max_length=100)
+        for name in ("input_action", "output_action"):
+            _set(self, name, _enum(GuardrailAction, getattr(self, name), f"{where}.{name}"))
+
+    def _cfn(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "definition": self.definition,
+            "examples": list(self.examples),
+            "type": "DENY",
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+            "input_enabled": self.input_enabled,
+            "output_enabled": self.output_enabled,
+        }
+
+
+@dataclass(frozen=True)
+class WordFilter:
+    """An exact word or phrase to block."""
+
+    text: str
+    input_action: GuardrailAction = GuardrailAction.BLOCK
+    output_action: GuardrailAction = GuardrailAction.BLOCK
+
+    def __post_init__(self) -> None:
+        _check_text(self.text, "WordFilter.text", max_length=100)
+        for name in ("input_action", "output_action"):
+            _set(self, name, _enum(GuardrailAction, getattr(self, name), f"WordFilter({self.text!r}).{name}"))
+
+    def _cfn(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+        }
+
+
+@dataclass(frozen=True)
+class PiiEntity:
+    """A PII type to block or anonymize, separately in prompts and responses (NONE: detect only)."""
+
+    type: PiiEntityType
+    input_action: PiiAction = PiiAction.NONE
+    output_action: PiiAction = PiiAction.ANONYMIZE
+
+    def __post_init__(self) -> None:
+        _set(self, "type", _enum(PiiEntityType, self.type, "PiiEntity.type"))
+        for name in ("input_action", "output_action"):
+            _set(self, name, _enum(PiiAction, getattr(self, name), f"PiiEntity({self.type.value}).{name}"))
+
+    def _cfn(self) -> dict[str, Any]:
+        # ``Action`` is required by the schema; the per-direction actions are what the service applies.
+        return {
+            "type": self.type.value,
+            "action": self.output_action.value,
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+            "input_enabled": True,
+            "output_enabled": True,
+        }
+
+
+@dataclass(frozen=True)
+class RegexFilter:
+    """Sensitive information matched by a regular expression (for example internal account numbers)."""
+
+    name: str
+    pattern: str
+    description: str | None = None
+    input_action: PiiAction = PiiAction.BLOCK
+    output_action: PiiAction = PiiAction.BLOCK
+
+    def __post_init__(self) -> None:
+        where = f"RegexFilter({self.name!r})"
+        _check_text(self.name, f"{where}.name", max_length=100)
+        _check_text(self.pattern, f"{where}.pattern", max_length=500)
+        if self.description is not None:
+            _check_text(self.description, f"{where}.description", max_length=1000)
+        for name in ("input_action", "output_action"):
+            _set(self, name, _enum(PiiAction, getattr(self, name), f"{where}.{name}"))
+
+    def _cfn(self) -> dict[str, Any]:
+        rendered = {
+            "name": self.name,
+            "pattern": self.pattern,
+            "action": self.output_action.value,
+            "input_action": self.input_action.value,
+            "output_action": self.output_action.value,
+        }
+        if self.description is not None:
+            rendered["description"] = self.description
+        return rendered
+
+
+@dataclass(frozen=True)
+class ContextualGrounding:
+    """Contextual grounding checks for RAG answers: block responses scoring below a threshold (0 to 0.99).
+
+    ``grounding_threshold``: how well the answer is supported by the source; ``relevance_threshold``: how
+    relevant it is to the query. ``None`` leaves that check off; at least one must be set.
+    """
+
+    grounding_threshold: float | None = 0.75
+    relevance_threshold: float | None = 0.75
+    action: GuardrailAction = GuardrailAction.BLOCK
+
+    def __post_init__(self) -> None:
+        if self.grounding_threshold is None and self.relevance_threshold is None:
+            raise ValueError(
+                "ContextualGrounding: got no threshold; expected grounding_threshold and/or relevance_threshold"
+            )
+        for name in ("grounding_threshold", "relevance_threshold"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 0.99
+            ):
+                raise ValueError(
+                    f"ContextualGrounding.{name}: got {value!r}; expected a number from 0 to 0.99"
+                )
+        _set(self, "action", _enum(GuardrailAction, self.action, "ContextualGrounding.action"))
+
+    def _cfn(self) -> list[dict[str, Any]]:
+        filters = []
+        for kind, threshold in (
+            ("GROUNDING", self.grounding_threshold),
+            ("RELEVANCE", self.relevance_threshold),
+        ):
+            if threshold is not None:
+                filters.append(
+                    {"type": kind, "threshold": threshold, "action": self.action.value, "enabled": True}
+                )
+        return filters
+
+
+_AR_POLICY_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:automated-reasoning-policy/[a-z0-9]{12}(:[1-9][0-9]{0,11})?"
+
+
+@dataclass(frozen=True)
+class AutomatedReasoning:
+    """Automated-reasoning checks: one or two policy ARNs (versioned), and the confidence threshold (0 to 1)."""
+
+    policy_arns: tuple[str, ...]
+    confidence_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "policy_arns", tuple(self.policy_arns))
+        if not 1 <= len(self.policy_arns) <= 2:
+            raise ValueError(
+                f"AutomatedReasoning.policy_arns: got {len(self.policy_arns)} ARNs; expected one or two"
+            )
+        _check_unique(self.policy_arns, "AutomatedReasoning.policy_arns")
+        for index, arn in enumerate(self.policy_arns):
+            _check_text(
+                arn, f"AutomatedReasoning.policy_arns[{index}]", max_length=2048, pattern=_AR_POLICY_ARN
+            )
+        threshold = self.confidence_threshold
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
+        ):
+            raise ValueError(
+                f"AutomatedReasoning.confidence_threshold: got {threshold!r}; expected a number from 0 to 1"
+            )
+
+    def _cfn(self) -> dict[str, Any]:
+        rendered: dict[str, Any] = {"policies": list(self.policy_arns)}
+        if self.confidence_threshold is not None:
+            rendered["confidence_threshold"] = self.confidence_threshold
+        return rendered
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
+
+
+# Safe defaults: every harm category blocked at MEDIUM both ways (a balance between recall and false positives
+# that teams tune later), prompt attacks at HIGH on prompts (responses are not inspected for them).
+DEFAULT_CONTENT_FILTERS: tuple[ContentFilter, ...] = (
+    *(
+        ContentFilter(type=kind)
+        for kind in (
+            ContentFilterType.SEXUAL,
+            ContentFilterType.VIOLENCE,
+            ContentFilterType.HATE,
+            ContentFilterType.INSULTS,
+            ContentFilterType.MISCONDUCT,
+        )
+    ),
+    ContentFilter(
+        type=ContentFilterType.PROMPT_ATTACK,
+        input_strength=FilterStrength.HIGH,
+        output_strength=FilterStrength.NONE,
+        output_action=GuardrailAction.NONE,
+        output_enabled=False,
+    ),
+)
+
+# Credentials are blocked outright; contact details and identity numbers are masked in responses and only
+# detected (reported, not altered) in prompts, so users can still talk about their own data.
+DEFAULT_PII_ENTITIES: tuple[PiiEntity, ...] = (
+    PiiEntity(type=PiiEntityType.AWS_ACCESS_KEY, input_action=PiiAction.BLOCK, output_action=PiiAction.BLOCK),
+    PiiEntity(type=PiiEntityType.AWS_SECRET_KEY, input_action=PiiAction.BLOCK, output_action=PiiAction.BLOCK),
+    PiiEntity(type=PiiEntityType.PASSWORD, input_action=PiiAction.BLOCK, output_action=PiiAction.BLOCK),
+    PiiEntity(type=PiiEntityType.EMAIL),
+    PiiEntity(type=PiiEntityType.PHONE),
+    PiiEntity(type=PiiEntityType.US_SOCIAL_SECURITY_NUMBER),
+    PiiEntity(type=PiiEntityType.CREDIT_DEBIT_CARD_NUMBER),
+)
+
+DEFAULT_BLOCKED_INPUT_MESSAGE = "Sorry, this request is not allowed by our usage policy."
+DEFAULT_BLOCKED_OUTPUT_MESSAGE = "Sorry, I can't provide that answer because of our usage policy."
+
+_FIVE_MINUTES = Duration.minutes(5)
+_PROFILE_ID = r"[a-z0-9-]+\.guardrail\.v[0-9:]+"
+
+
+class IGuardrail(Protocol):
+    """What invoke access needs from a guardrail (ours, or one imported with your own class)."""
+
+    @property
+    def guardrail_arn(self) -> str: ...
+
+    @property
+    def versioned_arn(self) -> str: ...
+
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant: ...
+
+
+@dataclass(frozen=True)
+class _Policy:
+    """The resolved guardrail policy: plain values only, so its hash is stable across synths."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    words: list[dict[str, Any]] = field(default_factory=list)
+    profanity: bool = False
+    pii: list[dict[str, Any]] = field(default_factory=list)
+    regexes: list[dict[str, Any]] = field(default_factory=list)
+    grounding: list[dict[str, Any]] = field(default_factory=list)
+    automated_reasoning: dict[str, Any] | None = None
+    tier: str = GuardrailTier.CLASSIC.value
+    cross_region_profile: str | None = None
+    blocked_input_message: str = ""
+    blocked_output_message: str = ""
+    description: str | None = None
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+class Guardrail(Construct):
+    """An Amazon Bedrock guardrail, encrypted with a customer-managed key, plus an immutable version of it.
+
+    With no policy arguments it blocks the six content-filter categories (prompt attacks at HIGH), the
+    managed profanity list, credentials, and masks common PII in responses. Callers pin
+    :attr:`guardrail_version`; IAM can require it through :attr:`versioned_arn` (see ``ModelInvokeAccess``).
+
+    :param guardrail_name: physical name (1-50 of ``[0-9a-zA-Z-_]``). Default: generated from the path.
+    :param description: 1-200 characters. Default: none.
+    :param content_filters: default :data:`DEFAULT_CONTENT_FILTERS`; ``()`` for none.
+    :param denied_topics: default none.
+    :param word_filters: exact words or phrases to block (``str`` or :class:`WordFilter`). Default none.
+    :param profanity_filter: block AWS's managed profanity list. Default True.
+    :param pii_entities: default :data:`DEFAULT_PII_ENTITIES`; ``()`` for none.
+    :param regex_filters: default none.
+    :param contextual_grounding: grounding/relevance checks for RAG. Default off.
+    :param automated_reasoning: automated-reasoning policies. Default off.
+    :param tier: safeguard tier of content filters and denied topics. Default CLASSIC.
+    :param cross_region_guardrail_profile: system guardrail profile id (``us.guardrail.v1:0``) that lets the
+        guardrail run in other Regions of that geography. Required for STANDARD. Default none.
+    :param blocked_input_message: returned when a prompt is blocked (1-500 characters).
+    :param blocked_output_message: returned when a response is blocked (1-500 characters).
+    :param kms_key: key that encrypts the guardrail. Default: a new key with rotation, retained.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        guardrail_name: str | None = None,
+        description: str | None = None,
+        content_filters: Sequence[ContentFilter] | None = None,
+        denied_topics: Sequence[DeniedTopic] = (),
+        word_filters: Sequence[WordFilter | str] = (),
+        profanity_filter: bool = True,
+        pii_entities: Sequence[PiiEntity] | None = None,
+        regex_filters: Sequence[RegexFilter] = (),
+        contextual_grounding: ContextualGrounding | None = None,
+        automated_reasoning: AutomatedReasoning | None = None,
+        tier: GuardrailTier | str = GuardrailTier.CLASSIC,
+        cross_region_guardrail_profile: str | None = None,
+        blocked_input_message: str = DEFAULT_BLOCKED_INPUT_MESSAGE,
+        blocked_output_message: str = DEFAULT_BLOCKED_OUTPUT_MESSAGE,
+        kms_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.tier = _enum(GuardrailTier, tier, "Guardrail.tier")
+        self.cross_region_guardrail_profile = cross_region_guardrail_profile
+        policy = _resolve_policy(
+            content_filters=DEFAULT_CONTENT_FILTERS if content_filters is None else tuple(content_filters),
+            denied_topics=tuple(denied_topics),
+            word_filters=tuple(w if isinstance(w, WordFilter) else WordFilter(text=w) for w in word_filters),
+            profanity_filter=profanity_filter,
+            pii_entities=DEFAULT_PII_ENTITIES if pii_entities is None else tuple(pii_entities),
+            regex_filters=tuple(regex_filters),
+            contextual_grounding=contextual_grounding,
+            automated_reasoning=automated_reasoning,
+            tier=self.tier,
+            cross_region_guardrail_profile=cross_region_guardrail_profile,
+            blocked_input_message=blocked_input_message,
+            blocked_output_message=blocked_output_message,
+            description=description,
+        )
+        if guardrail_name is not None:
+            _check_text(guardrail_name, "Guardrail.guardrail_name", max_length=50, pattern=r"[0-9a-zA-Z\-_]+")
+        name = guardrail_name or Names.unique_resource_name(self, max_length=50, separator="-")
+
+        self.kms_key: kms.IKey = kms_key or retained_key(
+            self, "Key", "Encrypts an Amazon Bedrock guardrail's configuration"
+        )
+        self.resource = bedrock.CfnGuardrail(
+            self,
+            "Resource",
+            name=name,
+            description=description,
+            blocked_input_messaging=blocked_input_message,
+            blocked_outputs_messaging=blocked_output_message,
+            kms_key_arn=self.kms_key.key_arn,
+            **_cfn_policy_props(policy, Stack.of(self)),
+        )
+        # The version's logical id (and description) carry the policy hash: an unchanged policy keeps the same
+        # version across deploys, a changed one makes CloudFormation create a new version after the update.
+        self.policy_hash = policy.digest()[:16]
+        self.version = bedrock.CfnGuardrailVersion(
+            self,
+            f"Version{self.policy_hash}",
+            guardrail_identifier=self.resource.attr_guardrail_id,
+            description=f"inference-tiers guardrail policy {self.policy_hash}",
+        )
+
+    @property
+    def guardrail_id(self) -> str:
+        return self.resource.attr_guardrail_id
+
+    @property
+    def guardrail_arn(self) -> str:
+        return self.resource.attr_guardrail_arn
+
+    @property
+    def guardrail_version(self) -> str:
+        """The numbered version that callers should pass (``guardrailVersion``)."""
+        return self.version.attr_version
+
+    @property
+    def versioned_arn(self) -> str:
+        """``<guardrail ARN>:<version>``: the value IAM's ``bedrock:GuardrailIdentifier`` key carries."""
+        return Fn.join(":", [self.guardrail_arn, self.guardrail_version])
+
+    def guardrail_profile_arns(self) -> list[str]:
+        """The cross-Region guardrail profile in every Region it may route to (empty without a profile)."""
+        if self.cross_region_guardrail_profile is None:
+            return []
+        stack = Stack.of(self)
+        return [
+            f"arn:{stack.partition}:bedrock:*:{stack.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
+        ]
+
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` apply this guardrail (ApplyGuardrail, inline or standalone) and decrypt it."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["bedrock:ApplyGuardrail"],
+            resource_arns=[self.guardrail_arn, *self.guardrail_profile_arns()],
+        )
+        self.kms_key.grant(grantee, "kms:Decrypt")
+        return grant
+
+    # Metrics (AWS/Bedrock/Guardrails, per guardrail version).
+
+    def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace="AWS/Bedrock/Guardrails",
+            metric_name=metric_name,
+            dimensions_map={"GuardrailArn": self.guardrail_arn, "GuardrailVersion": self.guardrail_version},
+            **{"statistic": "Sum", "period": _FIVE_MINUTES, **props},
+        )
+
+    def metric_invocations(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("Invocations", **props)
+
+    def metric_invocations_intervened(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("InvocationsIntervened", **props)
+
+    def metric_invocation_latency(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("InvocationLatency", **{"statistic": "p90", **props})
+
+    def metric_invocation_client_errors(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("InvocationClientErrors", **props)
+
+    def metric_invocation_server_errors(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("InvocationServerErrors", **props)
+
+    def metric_invocation_throttles(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("InvocationThrottles", **props)
+
+    def metric_text_unit_count(self, **props: Any) -> cloudwatch.Metric:
+        return self.metric("TextUnitCount", **props)
+
+    def metric_intervention_rate(self, period: Duration = _FIVE_MINUTES) -> cloudwatch.MathExpression:
+        """Percentage of guardrail evaluations that intervened (a spike: attack or bad change; 0: detached)."""
+        return cloudwatch.MathExpression(
+            expression="IF(invocations > 0, 100 * intervened / invocations, 0)",
+            using_metrics={
+                "intervened": self.metric_invocations_intervened(period=period),
+                "invocations": self.metric_invocations(period=period),
+            },
+            label="Guardrail intervention rate (%)",
+            period=period,
+        )
+
+
+_GUARDRAIL_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+"
+
+
+class ImportedGuardrail:
+    """A guardrail created elsewhere (another stack, team or tool), to enforce with ``ModelInvokeAccess``.
+
+    :param guardrail_arn: ``arn:aws:bedrock:<region>:<account>:guardrail/<id>``.
+    :param guardrail_version: the numbered version callers must pass (``1``, ``2``...; not DRAFT, which can
+        change under the callers).
+    :param kms_key_arn: the guardrail's customer-managed key, if any (callers need ``kms:Decrypt`` on it).
+    :param cross_region_guardrail_profile: its guardrail profile id (``us.guardrail.v1:0``), if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        guardrail_arn: str,
+        guardrail_version: str,
+        kms_key_arn: str | None = None,
+        cross_region_guardrail_profile: str | None = None,
+    ) -> None:
+        _check_text(guardrail_arn, "ImportedGuardrail.guardrail_arn", max_length=2048, pattern=_GUARDRAIL_ARN)
+        _check_text(
+            guardrail_version, "ImportedGuardrail.guardrail_version", max_length=8, pattern=r"[1-9][0-9]{0,7}"
+        )
+        if kms_key_arn is not None:
+            _check_text(
+                kms_key_arn,
+                "ImportedGuardrail.kms_key_arn",
+                max_length=2048,
+                pattern=r"arn:aws(-[^:]+)?:kms:[a-zA-Z0-9-]*:[0-9]{12}:key/[a-zA-Z0-9-]{36}",
+            )
+        if cross_region_guardrail_profile is not None:
+            _check_text(
+                cross_region_guardrail_profile,
+                "ImportedGuardrail.cross_region_guardrail_profile",
+                max_length=64,
+                pattern=_PROFILE_ID,
+            )
+        self._guardrail_arn = guardrail_arn
+        self.guardrail_version = guardrail_version
+        self.kms_key_arn = kms_key_arn
+        self.cross_region_guardrail_profile = cross_region_guardrail_profile
+
+    @property
+    def guardrail_arn(self) -> str:
+        return self._guardrail_arn
+
+    @property
+    def versioned_arn(self) -> str:
+        return f"{self._guardrail_arn}:{self.guardrail_version}"
+
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
+        """ApplyGuardrail on the guardrail (and its profile in every Region), and decrypt with its key."""
+        resources = [self._guardrail_arn]
+        if self.cross_region_guardrail_profile is not None:
+            arn = Arn.split(self._guardrail_arn, ArnFormat.SLASH_RESOURCE_NAME)
+            resources.append(
+                f"arn:{arn.partition}:bedrock:*:{arn.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
+            )
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["bedrock:ApplyGuardrail"], resource_arns=resources
+        )
+        if self.kms_key_arn is not None:
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key_arn]
+            )
+        return grant
+
+
+def _resolve_policy(
+    *,
+    content_filters: tuple[ContentFilter, ...],
+    denied_topics: tuple[DeniedTopic, ...],
+    word_filters: tuple[WordFilter, ...],
+    profanity_filter: bool,
+    pii_entities: tuple[PiiEntity, ...],
+    regex_filters: tuple[RegexFilter, ...],
+    contextual_grounding: ContextualGrounding | None,
+    automated_reasoning: AutomatedReasoning | None,
+    tier: GuardrailTier,
+    cross_region_guardrail_profile: str | None,
+    blocked_input_message: str,
+    blocked_output_message: str,
+    description: str | None,
+) -> _Policy:
+    """Validate the whole guardrail (limits from the CloudFormation schema) and return its plain-value policy."""
+    _check_text(blocked_input_message, "Guardrail.blocked_input_message", max_length=500)
+    _check_text(blocked_output_message, "Guardrail.blocked_output_message", max_length=500)
+    if description is not None:
+        _check_text(description, "Guardrail.description", max_length=200)
+    for where, values, kind in (
+        ("content_filters", content_filters, ContentFilter),
+        ("denied_topics", denied_topics, DeniedTopic),
+        ("pii_entities", pii_entities, PiiEntity),
+        ("regex_filters", regex_filters, RegexFilter),
+    ):
+        for value in values:
+            if not isinstance(value, kind):
+                raise ValueError(f"Guardrail.{where}: got {value!r}; expected {kind.__name__} instances")
+    if len(content_filters) > 6:
+        raise ValueError(f"Guardrail.content_filters: got {len(content_filters)} filters; expected at most 6")
+    _check_unique([f.type.value for f in content_filters], "Guardrail.content_filters types")
+    if len(denied_topics) > 30:
+        raise ValueError(f"Guardrail.denied_topics: got {len(denied_topics)} topics; expected at most 30")
+    _check_unique([t.name for t in denied_topics], "Guardrail.denied_topics names")
+    if len(word_filters) > 10000:
+        raise ValueError(f"Guardrail.word_filters: got {len(word_filters)} words; expected at most 10000")
+    _check_unique([w.text for w in word_filters], "Guardrail.word_filters")
+    _check_unique([p.type.value for p in pii_entities], "Guardrail.pii_entities types")
+    if len(regex_filters) > 30:
+        raise ValueError(f"Guardrail.regex_filters: got {len(regex_filters)} filters; expected at most 30")
+    _check_unique([r.name for r in regex_filters], "Guardrail.regex_filters names")
+    if cross_region_guardrail_profile is not None:
+        _check_text(
+            cross_region_guardrail_profile,
+            "Guardrail.cross_region_guardrail_profile",
+            max_length=64,
+            pattern=_PROFILE_ID,
+        )
+    if tier is GuardrailTier.STANDARD and cross_region_guardrail_profile is None:
+        raise ValueError(
+            "Guardrail.tier: got 'STANDARD' without cross_region_guardrail_profile; expected CLASSIC, or "
+            "STANDARD with a cross-Region guardrail profile id such as 'us.guardrail.v1:0' (the STANDARD "
+            "tier runs only with cross-Region inference)"
+        )
+    policy = _Policy(
+        content=[f._cfn() for f in content_filters],
+        topics=[t._cfn() for t in denied_topics],
+        words=[w._cfn() for w in word_filters],
+        profanity=profanity_filter,
+        pii=[p._cfn() for p in pii_entities],
+        regexes=[r._cfn() for r in regex_filters],
+        grounding=contextual_grounding._cfn() if contextual_grounding else [],
+        automated_reasoning=automated_reasoning._cfn() if automated_reasoning else None,
+        tier=tier.value,
+        cross_region_profile=cross_region_guardrail_profile,
+        blocked_input_message=blocked_input_message,
+        blocked_output_message=blocked_output_message,
+        description=description,
+    )
+    if not any(
+        (
+            policy.content,
+            policy.topics,
+            policy.words,
+            policy.profanity,
+            policy.pii,
+            policy.regexes,
+            policy.grounding,
+            policy.automated_reasoning,
+        )
+    ):
+        raise ValueError(
+            "Guardrail: got no policy; expected at least one of content_filters, denied_topics, word_filters, "
+            "profanity_filter, pii_entities, regex_filters, contextual_grounding, automated_reasoning"
+        )
+    return policy
+
+
+def _cfn_policy_props(policy: _Policy, stack: Stack) -> dict[str, Any]:
+    """The CfnGuardrail keyword arguments for ``policy``, as the L1's typed property classes."""
+    g = bedrock.CfnGuardrail
+    props: dict[str, Any] = {}
+    if policy.content:
+        props["content_policy_config"] = g.ContentPolicyConfigProperty(
+            filters_config=[g.ContentFilterConfigProperty(**f) for f in policy.content],
+            content_filters_tier_config=g.ContentFiltersTierConfigProperty(tier_name=policy.tier),
+        )
+    if policy.topics:
+        props["topic_policy_config"] = g.TopicPolicyConfigProperty(
+            topics_config=[g.TopicConfigProperty(**t) for t in policy.topics],
+            topics_tier_config=g.TopicsTierConfigProperty(tier_name=policy.tier),
+        )
+    if policy.words or policy.profanity:
+        profanity = g.ManagedWordsConfigProperty(
+            type="PROFANITY", input_action="BLOCK", output_action="BLOCK"
+        )
+        props["word_policy_config"] = g.WordPolicyConfigProperty(
+            words_config=[g.WordConfigProperty(**w) for w in policy.words] or None,
+            managed_word_lists_config=[profanity] if policy.profanity else None,
+        )
+    if policy.pii or policy.regexes:
+        props["sensitive_information_policy_config"] = g.SensitiveInformationPolicyConfigProperty(
+            pii_entities_config=[g.PiiEntityConfigProperty(**e) for e in policy.pii] or None,
+            regexes_config=[g.RegexConfigProperty(**r) for r in policy.regexes] or None,
+        )
+    if policy.grounding:
+        props["contextual_grounding_policy_config"] = g.ContextualGroundingPolicyConfigProperty(
+            filters_config=[g.ContextualGroundingFilterConfigProperty(**f) for f in policy.grounding]
+        )
+    if policy.automated_reasoning:
+        props["automated_reasoning_policy_config"] = g.AutomatedReasoningPolicyConfigProperty(
+            **policy.automated_reasoning
+        )
+    if policy.cross_region_profile:
+        props["cross_region_config"] = g.GuardrailCrossRegionConfigProperty(
+            guardrail_profile_arn=(
+                f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:guardrail-profile/"
+                f"{policy.cross_region_profile}"
+            )
+        )
+    return props

@@ -1,0 +1,236 @@
+"""Bedrock model-invocation logging: an account-and-Region setting that CloudFormation has no type for.
+
+``AWS::Bedrock::ModelInvocationLoggingConfiguration`` does not exist (Cloud Control answers
+TypeNotFoundException), so an ``AwsCustomResource`` calls ``PutModelInvocationLoggingConfiguration`` on create
+and update and ``DeleteModelInvocationLoggingConfiguration`` on delete. The setting is global to the account
+and Region: a second configuration overwrites the first and deleting either turns logging off, hence one per
+app and environment (checked here) and opt-in in the tier.
+
+Destinations: a KMS-encrypted, TLS-only, private, retained S3 bucket with a lifecycle and server access logs,
+and a KMS-encrypted CloudWatch log group with a retention, written by a role only Bedrock in this account and
+Region can assume. The Put call validates those permissions synchronously, so it runs after them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
+
+DEFAULT_OBJECT_EXPIRATION = Duration.days(365)
+LOGGING_ACTIONS = (
+    "bedrock:PutModelInvocationLoggingConfiguration",
+    "bedrock:DeleteModelInvocationLoggingConfiguration",
+)
+
+
+class ModelInvocationLogging(Construct):
+    """Turns on model-invocation logging for this stack's account and Region (and off again on delete).
+
+    :param text_data: log prompts and responses of text models. Default True.
+    :param image_data: log image inputs/outputs. Default False (images may carry personal data).
+    :param embedding_data: log embeddings. Default False.
+    :param video_data: log video inputs/outputs. Default False.
+    :param audio_data: log audio inputs/outputs (speech models). Default False.
+    :param log_retention: CloudWatch log retention. Default one year.
+    :param object_expiration: how long log objects stay in S3. Default 365 days.
+    :param key_prefix: S3 key prefix of the logs. Default ``bedrock-invocation-logs``.
+    :param kms_key: key for the bucket and log groups. Default: a new key with rotation, retained.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        text_data: bool = True,
+        image_data: bool = False,
+        embedding_data: bool = False,
+        video_data: bool = False,
+        audio_data: bool = False,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        object_expiration: Duration = DEFAULT_OBJECT_EXPIRATION,
+        key_prefix: str = "bedrock-invocation-logs",
+        kms_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._check_single_per_environment()
+        if not any((text_data, image_data, embedding_data, video_data, audio_data)):
+            raise ValueError(
+                "ModelInvocationLogging: got every *_data flag False; expected at least one of text_data, "
+                "image_data, embedding_data, video_data, audio_data to be True"
+            )
+        # The bucket policy grants <prefix>/AWSLogs/...: a leading, trailing or doubled '/' would grant a path
+        # Bedrock does not write to.
+        if not isinstance(key_prefix, str) or not re.fullmatch(
+            r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", key_prefix
+        ):
+            raise ValueError(
+                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected ASCII letters, digits, '-' or "
+                "'_', in segments separated by single '/' (no leading or trailing '/')"
+            )
+        day_ms = 86_400_000
+        if object_expiration.to_milliseconds() < day_ms or object_expiration.to_milliseconds() % day_ms:
+            raise ValueError(
+                f"ModelInvocationLogging.object_expiration: got {object_expiration.to_human_string()}; expected a "
+                "whole number of days, at least 1"
+            )
+        stack = Stack.of(self)
+        bedrock_in_this_account = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:*"},
+        }
+
+        self.kms_key: kms.IKey = kms_key or retained_key(
+            self, "Key", "Encrypts Amazon Bedrock model-invocation logs (S3 and CloudWatch Logs)"
+        )
+        # S3 SSE-KMS writes by Bedrock, and CloudWatch Logs encrypting this account's log groups.
+        self.kms_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("bedrock.amazonaws.com")],
+                actions=["kms:GenerateDataKey"],
+                resources=["*"],
+                conditions=bedrock_in_this_account,
+            )
+        )
+        allow_log_encryption(self.kms_key, self, "*")
+
+        # The access-log bucket is not logged itself: that would recurse.
+        self.access_logs_bucket = access_logs_bucket(
+            self, "AccessLogsBucket", lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)]
+        )
+        self.bucket = private_bucket(
+            self,
+            "Bucket",
+            key=self.kms_key,
+            access_logs=self.access_logs_bucket,
+            access_logs_prefix="invocation-log-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=object_expiration,
+                    noncurrent_version_expiration=Duration.days(30),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+        )
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("bedrock.amazonaws.com")],
+                actions=["s3:PutObject"],
+                resources=[
+                    self.bucket.arn_for_objects(
+                        f"{key_prefix}/AWSLogs/{stack.account}/BedrockModelInvocationLogs/*"
+                    )
+                ],
+                conditions=bedrock_in_this_account,
+            )
+        )
+
+        self.log_group = logs.LogGroup(
+            self,
+            "LogGroup",
+            encryption_key=self.kms_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("bedrock.amazonaws.com", conditions=bedrock_in_this_account),
+            description="Lets Amazon Bedrock write model-invocation logs to one log group",
+        )
+        self.log_group.grant(self.role, "logs:CreateLogStream", "logs:PutLogEvents")
+
+        logging_config = {
+            "loggingConfig": {
+                "textDataDeliveryEnabled": text_data,
+                "imageDataDeliveryEnabled": image_data,
+                "embeddingDataDeliveryEnabled": embedding_data,
+                "videoDataDeliveryEnabled": video_data,
+                "audioDataDeliveryEnabled": audio_data,
+                "s3Config": {"bucketName": self.bucket.bucket_name, "keyPrefix": key_prefix},
+                "cloudWatchConfig": {
+                    "logGroupName": self.log_group.log_group_name,
+                    "roleArn": self.role.role_arn,
+                },
+            }
+        }
+        put = cr.AwsSdkCall(
+            service="Bedrock",
+            action="PutModelInvocationLoggingConfiguration",
+            parameters=logging_config,
+            physical_resource_id=cr.PhysicalResourceId.of("bedrock-model-invocation-logging"),
+        )
+        self.provider_log_group = logs.LogGroup(
+            self,
+            "ProviderLogGroup",
+            encryption_key=self.kms_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.custom_resource = cr.AwsCustomResource(
+            self,
+            "Configuration",
+            resource_type="Custom::BedrockModelInvocationLogging",
+            on_create=put,
+            on_update=put,
+            on_delete=cr.AwsSdkCall(service="Bedrock", action="DeleteModelInvocationLoggingConfiguration"),
+            policy=cr.AwsCustomResourcePolicy.from_statements(
+                [
+                    iam.PolicyStatement(actions=list(LOGGING_ACTIONS), resources=["*"]),
+                    iam.PolicyStatement(
+                        actions=["iam:PassRole"],
+                        resources=[self.role.role_arn],
+                        conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
+                    ),
+                ]
+            ),
+            install_latest_aws_sdk=False,  # the Lambda runtime's SDK has the Bedrock client; no npm at deploy
+            log_group=self.provider_log_group,
+        )
+        # PutModelInvocationLoggingConfiguration checks the destinations' permissions when it is called: the
+        # call waits for the bucket policy and the role's policy (the bucket, log group and role it references).
+        call = self.custom_resource.node.find_child("Resource")
+        assert self.bucket.policy is not None  # created by enforce_ssl and the Bedrock statement above
+        call.node.add_dependency(self.bucket.policy, self.role.node.find_child("DefaultPolicy"))
+        acknowledge(
+            self.custom_resource,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Put/DeleteModelInvocationLoggingConfiguration act on the account-wide setting and support no "
+            "resource-level permissions, so IAM requires Resource '*'.",
+        )
+        # AwsCustomResource runs one Lambda function per stack; its role logs through the AWS managed policy.
+        provider = stack.node.try_find_child(
+            f"AWS{cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace('-', '')}"
+        )
+        if provider is not None:  # if aws-cdk renames it, cdk-nag reports the finding again
+            acknowledge(
+                provider,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+                "The AwsCustomResource provider function (created by aws-cdk) writes its own logs with "
+                "AWSLambdaBasicExecutionRole, which allows only log-group and log-stream writes.",
+            )
+
+    def _check_single_per_environment(self) -> None:
+        """A second configuration in the same account and Region would silently overwrite this one."""
+        here = Stack.of(self)
+        for construct in self.node.root.node.find_all():
+            if construct is self or not isinstance(construct, ModelInvocationLogging):
+                continue
+            other = Stack.of(construct)
+            if (other.account, other.region) == (here.account, here.region):
+                raise ValueError(
+                    f"ModelInvocationLogging: got a second one at {self.node.path} (the first is at "
+                    f"{construct.node.path}); expected one per account and Region, because Bedrock keeps a "
+                    "single logging configuration per account and Region"
+                )

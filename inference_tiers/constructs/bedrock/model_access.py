@@ -1,0 +1,264 @@
+"""Least-privilege Bedrock invoke access that can enforce a guardrail.
+
+A model is reached in one of three ways, each needing different IAM resources (Bedrock user guide,
+"Prerequisites for inference profiles" and the cross-Region inference pages):
+
+- :class:`FoundationModel`: the model in this Region, ``arn:<p>:bedrock:<region>::foundation-model/<id>``.
+- :class:`CrossRegionProfile`: a system inference profile (``us.<id>``, ``global.<id>``...). IAM checks the
+  profile *and* the model in whichever destination Region serves the request: geographic profiles need
+  ``arn:<p>:bedrock:*::foundation-model/<id>``, global ones the source-Region and the empty-Region
+  ``arn:<p>:bedrock:::foundation-model/<id>``. Those model grants are pinned to the profile with the
+  ``bedrock:InferenceProfileArn`` condition, so they do not allow calling the model directly.
+- :class:`ApplicationProfile`: an application inference profile (cost attribution) on either of the above.
+
+``bedrock:InvokeModel`` also authorizes Converse and ``bedrock:InvokeModelWithResponseStream`` ConverseStream.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from aws_cdk import Annotations, Stack, Token
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from inference_tiers.constructs.bedrock.guardrail import IGuardrail
+
+INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+
+# A foundation-model id as Bedrock spells it (provider.model[-version][:n[:m]]), from the CloudFormation schema.
+MODEL_ID_PATTERN = r"[a-z0-9-]{1,63}\.([a-z0-9-]{1,63}\.){0,2}[a-z0-9-]{1,63}(:[a-z0-9-]{1,63}){0,2}"
+
+
+class Geography(StrEnum):
+    """The prefix of a system (cross-Region) inference profile: where requests may be served."""
+
+    US = "us"
+    EU = "eu"
+    APAC = "apac"
+    JP = "jp"
+    AU = "au"
+    CA = "ca"
+    US_GOV = "us-gov"
+    GLOBAL = "global"
+
+
+def has_geography_prefix(model_id: str) -> bool:
+    """``us.amazon.nova...`` is an inference-profile id, not a model id."""
+    return model_id.split(".", 1)[0] in {g.value for g in Geography}
+
+
+def _check_model_id(model_id: str, where: str) -> None:
+    if (
+        not isinstance(model_id, str)
+        or not re.fullmatch(MODEL_ID_PATTERN, model_id)
+        or has_geography_prefix(model_id)
+    ):
+        raise ValueError(
+            f"{where}: got {model_id!r}; expected a Bedrock foundation-model id such as "
+            "'amazon.nova-2-lite-v1:0' (no geography prefix; pass that as the geography)"
+        )
+
+
+def _foundation_model_arn(scope: Construct, region: str, model_id: str) -> str:
+    return f"arn:{Stack.of(scope).partition}:bedrock:{region}::foundation-model/{model_id}"
+
+
+@dataclass(frozen=True)
+class FoundationModel:
+    """A foundation model invoked in this stack's Region (on-demand)."""
+
+    model_id: str
+
+    def __post_init__(self) -> None:
+        _check_model_id(self.model_id, "FoundationModel.model_id")
+
+    def invoke_id(self, scope: Construct) -> str:
+        """The ``modelId`` to call."""
+        return self.model_id
+
+    def arn(self, scope: Construct) -> str:
+        return _foundation_model_arn(scope, Stack.of(scope).region, self.model_id)
+
+    def _targets(self, scope: Construct) -> list[_Target]:
+        return [_Target(resources=[self.arn(scope)])]
+
+
+@dataclass(frozen=True)
+class CrossRegionProfile:
+    """A system-defined cross-Region inference profile, ``<geography>.<model_id>``, in this stack's Region."""
+
+    model_id: str
+    geography: Geography
+
+    def __post_init__(self) -> None:
+        _check_model_id(self.model_id, "CrossRegionProfile.model_id")
+        try:
+            object.__setattr__(self, "geography", Geography(self.geography))
+        except ValueError:
+            accepted = ", ".join(g.value for g in Geography)
+            raise ValueError(
+                f"CrossRegionProfile.geography: got {self.geography!r}; expected one of {accepted}"
+            ) from None
+
+    @property
+    def profile_id(self) -> str:
+        return f"{self.geography.value}.{self.model_id}"
+
+    def invoke_id(self, scope: Construct) -> str:
+        return self.profile_id
+
+    def arn(self, scope: Construct) -> str:
+        stack = Stack.of(scope)
+        return f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{self.profile_id}"
+
+    def model_arns(self, scope: Construct) -> list[str]:
+        """The foundation model in every Region this profile may route to."""
+        if self.geography is Geography.GLOBAL:
+            # Global profiles authorize the source-Region model and the Region-less "global" model ARN.
+            return [
+                _foundation_model_arn(scope, Stack.of(scope).region, self.model_id),
+                _foundation_model_arn(scope, "", self.model_id),
+            ]
+        return [_foundation_model_arn(scope, "*", self.model_id)]
+
+    def _targets(self, scope: Construct) -> list[_Target]:
+        profile = self.arn(scope)
+        return [_Target(resources=[profile]), _Target(resources=self.model_arns(scope), profiles=[profile])]
+
+
+@dataclass(frozen=True)
+class ApplicationProfile:
+    """An application inference profile (``profile_arn``) that copies ``source``.
+
+    ``ApplicationInferenceProfile.model_source`` builds this for a profile created in the same app.
+    """
+
+    profile_arn: str
+    source: FoundationModel | CrossRegionProfile
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, FoundationModel | CrossRegionProfile):
+            raise ValueError(
+                f"ApplicationProfile.source: got {self.source!r}; expected a FoundationModel or CrossRegionProfile"
+            )
+        if not Token.is_unresolved(self.profile_arn) and not re.fullmatch(
+            r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:application-inference-profile/[a-z0-9]+",
+            self.profile_arn,
+        ):
+            raise ValueError(
+                f"ApplicationProfile.profile_arn: got {self.profile_arn!r}; expected "
+                "arn:aws:bedrock:<region>:<account>:application-inference-profile/<id>"
+            )
+
+    def invoke_id(self, scope: Construct) -> str:
+        return self.profile_arn
+
+    def _targets(self, scope: Construct) -> list[_Target]:
+        targets = [_Target(resources=[self.profile_arn])]
+        if isinstance(self.source, FoundationModel):
+            return [*targets, _Target(resources=[self.source.arn(scope)], profiles=[self.profile_arn])]
+        system = self.source.arn(scope)
+        return [
+            *targets,
+            _Target(resources=[system], profiles=[self.profile_arn]),
+            # Which profile ARN Bedrock puts in the request context at the model check (the application
+            # profile or the system one it copies) is not documented: allow either, nothing else.
+            _Target(resources=self.source.model_arns(scope), profiles=[self.profile_arn, system]),
+        ]
+
+
+ModelSource = FoundationModel | CrossRegionProfile | ApplicationProfile
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Resources to invoke, optionally only through the inference profiles in ``profiles``."""
+
+    resources: list[str]
+    profiles: list[str] | None = None
+
+
+def invoke_statements(
+    scope: Construct, model: ModelSource, guardrail: IGuardrail | None = None
+) -> list[iam.PolicyStatement]:
+    """The IAM statements that let a principal invoke ``model``, and only with ``guardrail`` if one is given.
+
+    With a guardrail, every Allow requires ``bedrock:GuardrailIdentifier`` to equal the guardrail's versioned
+    ARN, and an explicit Deny covers the same actions and resources with ``StringNotEquals``. A negated
+    condition operator is true when the key is absent, so the Deny also matches requests that name no
+    guardrail (no ``IfExists`` or ``Null`` operator needed; an ``IfExists`` variant would be equivalent here).
+    The Deny overrides any other Allow the principal may hold for these resources.
+    """
+    statements: list[iam.PolicyStatement] = []
+    resources: list[str] = []
+    for target in model._targets(scope):
+        string_equals: dict[str, object] = {}
+        if target.profiles:
+            string_equals["bedrock:InferenceProfileArn"] = (
+                target.profiles[0] if len(target.profiles) == 1 else target.profiles
+            )
+        if guardrail is not None:
+            string_equals["bedrock:GuardrailIdentifier"] = guardrail.versioned_arn
+        statements.append(
+            iam.PolicyStatement(
+                actions=list(INVOKE_ACTIONS),
+                resources=target.resources,
+                conditions={"StringEquals": string_equals} if string_equals else None,
+            )
+        )
+        resources.extend(target.resources)
+    if guardrail is not None:
+        statements.append(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=list(INVOKE_ACTIONS),
+                resources=resources,
+                conditions={"StringNotEquals": {"bedrock:GuardrailIdentifier": guardrail.versioned_arn}},
+            )
+        )
+    return statements
+
+
+class ModelInvokeAccess(Construct):
+    """Grants ``grantee`` invoke (streaming included) on ``model``, enforcing ``guardrail`` when given.
+
+    :param grantee: the principal (a role, a function...) that calls Bedrock.
+    :param model: a :class:`FoundationModel`, :class:`CrossRegionProfile` or :class:`ApplicationProfile`.
+    :param guardrail: the guardrail every call must carry (its numbered version), plus ApplyGuardrail on it.
+        Default: none, which adds a synth warning because calls are then unguarded.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        grantee: iam.IGrantable,
+        model: ModelSource,
+        guardrail: IGuardrail | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not isinstance(model, FoundationModel | CrossRegionProfile | ApplicationProfile):
+            raise ValueError(
+                f"ModelInvokeAccess.model: got {model!r}; expected a FoundationModel, CrossRegionProfile or "
+                "ApplicationProfile"
+            )
+        self.model_id = model.invoke_id(self)
+        self.statements = invoke_statements(self, model, guardrail)
+        for statement in self.statements:
+            if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
+                raise ValueError(
+                    f"ModelInvokeAccess.grantee: got {grantee.grant_principal}; expected a principal that can "
+                    "hold an identity policy (a role, user or group created or imported in this app)"
+                )
+        if guardrail is None:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:bedrock-invoke-without-guardrail",
+                f"{grantee.grant_principal} may invoke {self.model_id} without a guardrail; pass guardrail= to "
+                "require one on every call",
+            )
+        else:
+            guardrail.grant_apply(grantee)

@@ -1,0 +1,260 @@
+"""Dashboard and alarms for one Bedrock model (or inference profile), its guardrail and invocation logging.
+
+Bedrock's runtime metrics (``AWS/Bedrock``) carry only the ``ModelId`` dimension: for a cross-Region profile
+that is the profile id the application calls. Alarms publish to a KMS-encrypted SNS topic exposed as
+:attr:`BedrockMonitoring.topic` so users subscribe what they like (or set ``alarm_email``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from constructs import Construct
+
+from inference_tiers.constructs.bedrock.guardrail import Guardrail
+from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
+
+NAMESPACE = "AWS/Bedrock"
+FIVE_MINUTES = Duration.minutes(5)
+DEFAULT_LATENCY_P99_ALARM = Duration.seconds(30)
+DEFAULT_TTFT_P90_ALARM = Duration.seconds(3)
+LOG_DELIVERY_FAILURES = (
+    "ModelInvocationLogsCloudWatchDeliveryFailure",
+    "ModelInvocationLogsS3DeliveryFailure",
+)
+
+
+def _positive(value: float, where: str, *, maximum: float | None = None) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value <= 0
+        or (maximum is not None and value > maximum)
+    ):
+        accepted = f"a number above 0{f' and at most {maximum}' if maximum is not None else ''}"
+        raise ValueError(f"BedrockMonitoring.{where}: got {value!r}; expected {accepted}")
+
+
+class BedrockMonitoring(Construct):
+    """CloudWatch dashboard and alarms for Bedrock invocations of ``model_id``.
+
+    :param model_id: the ``ModelId`` dimension (foundation-model or inference-profile id the app calls).
+    :param tpm_quota: the account's tokens-per-minute quota for this model, from Service Quotas; the TPM
+        alarm compares ``EstimatedTPMQuotaUsage`` to it.
+    :param guardrail: adds guardrail widgets and an intervention-rate alarm. Default none.
+    :param log_delivery_alarm: alarm on invocation-log delivery failures (turn on with invocation logging).
+    :param tpm_alarm_percent: alarm above this share of the TPM quota. Default 80.
+    :param latency_p99_alarm: alarm when p99 ``InvocationLatency`` (request to last token) is above. Default 30 s.
+    :param ttft_p90_alarm: alarm when p90 ``TimeToFirstToken`` (streaming) is above. Default 3 s.
+    :param server_error_rate_alarm_percent: alarm above this percentage of server errors. Default 1.
+    :param throttle_alarm_count: alarm when throttles in 5 minutes exceed this, 3 periods running. Default 0.
+    :param intervention_rate_alarm_percent: alarm above this guardrail intervention rate. Default 20.
+    :param alarm_email: subscribe this address to the alarm topic. Default none.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        model_id: str,
+        tpm_quota: int,
+        guardrail: Guardrail | None = None,
+        log_delivery_alarm: bool = False,
+        tpm_alarm_percent: float = 80,
+        latency_p99_alarm: Duration = DEFAULT_LATENCY_P99_ALARM,
+        ttft_p90_alarm: Duration = DEFAULT_TTFT_P90_ALARM,
+        server_error_rate_alarm_percent: float = 1,
+        throttle_alarm_count: int = 0,
+        intervention_rate_alarm_percent: float = 20,
+        alarm_email: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if isinstance(tpm_quota, bool) or not isinstance(tpm_quota, int) or tpm_quota < 1:
+            raise ValueError(f"BedrockMonitoring.tpm_quota: got {tpm_quota!r}; expected a positive integer")
+        _positive(tpm_alarm_percent, "tpm_alarm_percent", maximum=100)
+        _positive(server_error_rate_alarm_percent, "server_error_rate_alarm_percent", maximum=100)
+        _positive(intervention_rate_alarm_percent, "intervention_rate_alarm_percent", maximum=100)
+        if (
+            isinstance(throttle_alarm_count, bool)
+            or not isinstance(throttle_alarm_count, int)
+            or (throttle_alarm_count < 0)
+        ):
+            raise ValueError(
+                f"BedrockMonitoring.throttle_alarm_count: got {throttle_alarm_count!r}; expected an integer >= 0"
+            )
+        if alarm_email is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", alarm_email):
+            raise ValueError(f"BedrockMonitoring.alarm_email: got {alarm_email!r}; expected an email address")
+        self.model_id = model_id
+        self.tpm_quota = tpm_quota
+
+        self.topic_key = retained_key(self, "TopicKey", "Encrypts the Bedrock alarm topic")
+        self.topic = encrypted_alarm_topic(self, self.topic_key, email=alarm_email)
+
+        self.alarms: list[cloudwatch.Alarm] = []
+        self._alarm(
+            "Throttles",
+            self.metric("InvocationThrottles"),
+            threshold=throttle_alarm_count,
+            evaluation_periods=3,
+            description=f"Bedrock throttled {model_id} for 15 minutes: raise the quota or spread the load",
+        )
+        self._alarm(
+            "ServerErrorRate",
+            self._rate("InvocationServerErrors", "Server error rate (%)"),
+            threshold=server_error_rate_alarm_percent,
+            evaluation_periods=3,
+            description=f"More than {server_error_rate_alarm_percent:g}% of {model_id} invocations fail server-side",
+        )
+        self._alarm(
+            "LatencyP99",
+            self.metric("InvocationLatency", statistic="p99"),
+            threshold=latency_p99_alarm.to_milliseconds(),
+            evaluation_periods=3,
+            description=f"p99 latency of {model_id} is above {latency_p99_alarm.to_milliseconds()} ms",
+        )
+        self._alarm(
+            "TimeToFirstTokenP90",
+            self.metric("TimeToFirstToken", statistic="p90"),
+            threshold=ttft_p90_alarm.to_milliseconds(),
+            evaluation_periods=3,
+            description=f"p90 time to first token of {model_id} is above {ttft_p90_alarm.to_milliseconds()} ms",
+        )
+        self._alarm(
+            "TpmQuotaUsage",
+            self.metric_tpm_quota_usage_percent(),
+            threshold=tpm_alarm_percent,
+            evaluation_periods=5,
+            description=f"{model_id} uses more than {tpm_alarm_percent:g}% of its {tpm_quota} tokens-per-minute quota",
+        )
+        if guardrail is not None:
+            self._alarm(
+                "GuardrailInterventionRate",
+                guardrail.metric_intervention_rate(),
+                threshold=intervention_rate_alarm_percent,
+                evaluation_periods=3,
+                description=f"The guardrail intervened on more than {intervention_rate_alarm_percent:g}% of calls",
+            )
+        if log_delivery_alarm:
+            self._alarm(
+                "LogDeliveryFailures",
+                cloudwatch.MathExpression(
+                    expression="FILL(cw, 0) + FILL(s3, 0)",
+                    using_metrics={
+                        "cw": self._account_metric(LOG_DELIVERY_FAILURES[0]),
+                        "s3": self._account_metric(LOG_DELIVERY_FAILURES[1]),
+                    },
+                    label="Invocation-log delivery failures",
+                    period=FIVE_MINUTES,
+                ),
+                threshold=0,
+                evaluation_periods=1,
+                description="Bedrock could not deliver model-invocation logs to S3 or CloudWatch Logs",
+            )
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(6))
+        self.dashboard.add_widgets(*self._widgets(guardrail, log_delivery_alarm))
+
+    def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
+        """An ``AWS/Bedrock`` metric of this model (Sum over 5 minutes unless overridden)."""
+        return cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"ModelId": self.model_id},
+            **{"statistic": "Sum", "period": FIVE_MINUTES, **props},
+        )
+
+    def metric_tpm_quota_usage_percent(self) -> cloudwatch.MathExpression:
+        """``EstimatedTPMQuotaUsage`` per minute as a percentage of the configured TPM quota."""
+        return cloudwatch.MathExpression(
+            expression=f"100 * usage / {self.tpm_quota}",
+            using_metrics={"usage": self.metric("EstimatedTPMQuotaUsage", period=Duration.minutes(1))},
+            label="TPM quota used (%)",
+            period=Duration.minutes(1),
+        )
+
+    def _rate(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
+        return cloudwatch.MathExpression(
+            expression="IF(invocations > 0, 100 * errors / invocations, 0)",
+            using_metrics={"errors": self.metric(metric_name), "invocations": self.metric("Invocations")},
+            label=label,
+            period=FIVE_MINUTES,
+        )
+
+    @staticmethod
+    def _account_metric(metric_name: str) -> cloudwatch.Metric:
+        """Metrics Bedrock publishes across all model ids (no dimension)."""
+        return cloudwatch.Metric(
+            namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=FIVE_MINUTES
+        )
+
+    def _alarm(
+        self,
+        construct_id: str,
+        metric: cloudwatch.IMetric,
+        *,
+        threshold: float,
+        evaluation_periods: int,
+        description: str,
+    ) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=evaluation_periods,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        self.alarms.append(alarm)
+
+    def _widgets(self, guardrail: Guardrail | None, log_delivery: bool) -> Sequence[cloudwatch.IWidget]:
+        def graph(title: str, metrics: Sequence[cloudwatch.IMetric], **props: Any) -> cloudwatch.GraphWidget:
+            return cloudwatch.GraphWidget(title=title, left=list(metrics), width=8, **props)
+
+        latency = [self.metric("InvocationLatency", statistic=s, label=s) for s in ("p50", "p90", "p99")]
+        ttft = [self.metric("TimeToFirstToken", statistic=s, label=s) for s in ("p50", "p90", "p99")]
+        widgets: list[cloudwatch.IWidget] = [
+            cloudwatch.TextWidget(markdown=f"# Bedrock: {self.model_id}", width=24, height=1),
+            graph("Invocations", [self.metric("Invocations")]),
+            graph("Invocation latency (ms)", latency),
+            graph("Time to first token (ms)", ttft),
+            graph("Tokens", [self.metric("InputTokenCount"), self.metric("OutputTokenCount")]),
+            graph(
+                "Throttles and errors",
+                [
+                    self.metric(n)
+                    for n in ("InvocationThrottles", "InvocationClientErrors", "InvocationServerErrors")
+                ],
+            ),
+            graph(
+                "TPM quota used (%)",
+                [self.metric_tpm_quota_usage_percent()],
+                left_annotations=[cloudwatch.HorizontalAnnotation(value=100, label="quota")],
+            ),
+        ]
+        if guardrail is not None:
+            widgets += [
+                graph(
+                    "Guardrail evaluations",
+                    [guardrail.metric_invocations(), guardrail.metric_invocations_intervened()],
+                ),
+                graph("Guardrail intervention rate (%)", [guardrail.metric_intervention_rate()]),
+                graph("Guardrail latency (ms)", [guardrail.metric_invocation_latency()]),
+            ]
+        if log_delivery:
+            widgets.append(
+                graph(
+                    "Invocation-log delivery failures",
+                    [self._account_metric(n) for n in LOG_DELIVERY_FAILURES],
+                )
+            )
+        widgets.append(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24))
+        return widgets

@@ -1,0 +1,405 @@
+"""A GPU-ready Amazon EKS cluster on ``aws_eks_v2``: managed node groups (not Auto Mode), Kubernetes 1.35.
+
+What it creates, and why each default is what it is:
+
+- ``aws_eks_v2.Cluster`` with ``default_capacity_type=NODEGROUP`` and no default capacity: ``aws_eks_v2``
+  defaults to EKS Auto Mode, which cannot attach ``efa-only`` interfaces through a custom launch template.
+- A kubectl/Helm provider (Lambda with the ``KubectlV35Layer``, matching Kubernetes 1.35): ``add_helm_chart`` and
+  ``add_manifest`` do nothing useful without it. With a private endpoint it runs in the VPC's private subnets.
+- API authentication mode (access entries only); admin access for the principals you name. The cluster creator
+  (the CloudFormation execution role) gets no standing admin entry.
+- Private API endpoint by default: reach it from the VPC, a VPN or a bastion. ``public_endpoint_cidrs`` opens a
+  public endpoint to named networks only.
+- All five control-plane log types, and envelope encryption of Kubernetes secrets with a customer-managed,
+  rotated, retained KMS key.
+- EKS-managed add-ons with pinned versions: vpc-cni (>= 1.18.5 is needed for ``efa-only`` interfaces),
+  kube-proxy, coredns, eks-pod-identity-agent (workload IAM goes through EKS Pod Identity, not node roles).
+- A small on-demand AL2023 x86 system node group (untainted, label ``inference-tiers/node-pool=system``) for
+  cluster services such as coredns, routers and controllers, with IMDSv2 required at hop limit 1 and an
+  encrypted root volume.
+- A VPC (two AZs, private subnets behind NAT, flow logs) when none is passed in.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from aws_cdk import Annotations, Aws, CfnElement, Stack, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+from constructs import Construct, IConstruct
+
+from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.network import create_private_vpc
+
+T = TypeVar("T")
+
+KUBERNETES_VERSION = "1.35"
+"""The Kubernetes version of every cluster this construct creates; the kubectl layer must match it."""
+
+
+@dataclass(frozen=True)
+class AddonVersions:
+    """EKS-managed add-on versions (``aws eks describe-addon-versions --kubernetes-version 1.35``)."""
+
+    vpc_cni: str
+    kube_proxy: str
+    coredns: str
+    pod_identity_agent: str
+
+
+# Pinned so that a redeploy never upgrades cluster networking silently. These are the add-on builds published
+# for Kubernetes 1.35 (vpc-cni >= 1.18.5 supports efa-only interfaces); bump them together with the version.
+DEFAULT_ADDON_VERSIONS = AddonVersions(
+    vpc_cni="v1.21.1-eksbuild.3",
+    kube_proxy="v1.35.0-eksbuild.2",
+    coredns="v1.13.2-eksbuild.1",
+    pod_identity_agent="v1.3.10-eksbuild.3",
+)
+
+_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+# Access entries take IAM role or user ARNs (not STS assumed-role session ARNs).
+PRINCIPAL_ARN_PATTERN = r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+"
+_PRINCIPAL_ARN = re.compile(PRINCIPAL_ARN_PATTERN)
+_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
+_VPC_CNI_MINIMUM = (1, 18, 5)
+
+ALL_CONTROL_PLANE_LOGS = (
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    eks.ClusterLoggingTypes.SCHEDULER,
+)
+
+DEFAULT_SYSTEM_NODE_INSTANCE_TYPE = "m7i.xlarge"
+DEFAULT_SYSTEM_NODE_COUNT = 2
+"""The system node group a cluster gets by default (a tier's account requirements list it)."""
+
+SYSTEM_NODE_LABEL = "inference-tiers/node-pool"
+"""Node label whose value is ``system`` on the system node group; select it for cluster services."""
+
+
+def _validate_addon_versions(versions: AddonVersions) -> None:
+    for name, value in vars(versions).items():
+        if not _ADDON_VERSION.fullmatch(value):
+            raise ValueError(
+                f"EksCluster addon_versions.{name}: got {value!r}; expected an EKS add-on version "
+                "like v1.21.1-eksbuild.3 (see aws eks describe-addon-versions)"
+            )
+    major, minor, patch = (int(part) for part in versions.vpc_cni[1:].split("-")[0].split("."))
+    if (major, minor, patch) < _VPC_CNI_MINIMUM:
+        raise ValueError(
+            f"EksCluster addon_versions.vpc_cni: got {versions.vpc_cni!r}; expected v1.18.5 or later "
+            "(earlier VPC CNI releases cannot handle efa-only network interfaces)"
+        )
+
+
+def _validate_admin_principal_arns(arns: Sequence[str]) -> None:
+    for arn in arns:
+        if not Token.is_unresolved(arn) and not _PRINCIPAL_ARN.fullmatch(arn):
+            raise ValueError(
+                f"EksCluster admin_principal_arns: got {arn!r}; expected an IAM role or user ARN such as "
+                "arn:aws:iam::123456789012:role/Admin"
+            )
+
+
+def _validate_cidrs(cidrs: Sequence[str]) -> None:
+    for cidr in cidrs:
+        if Token.is_unresolved(cidr):
+            continue
+        try:
+            ipaddress.IPv4Network(cidr)
+        except ValueError:
+            raise ValueError(
+                f"EksCluster public_endpoint_cidrs: got {cidr!r}; expected IPv4 CIDR blocks such as 203.0.113.0/24"
+            ) from None
+
+
+def create_node_role(scope: Construct, construct_id: str) -> iam.Role:
+    """An EC2 node role with the three AWS-managed policies every EKS managed node group needs."""
+    role = iam.Role(scope, construct_id, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    for name in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"):
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(name))
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSWorkerNodePolicy]",
+        "EKS requires AmazonEKSWorkerNodePolicy on managed node group roles to register and run nodes",
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy]",
+        "the VPC CNI on the nodes needs AmazonEKS_CNI_Policy to attach ENIs and assign pod IP addresses",
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly]",
+        "nodes pull the EKS add-on and device-plugin images from ECR with this read-only managed policy",
+    )
+    return role
+
+
+# /18 private subnets: the VPC CNI gives every pod a VPC address, and p5 nodes with warm ENIs take hundreds.
+EKS_PRIVATE_CIDR_MASK = 18
+# One NAT gateway per AZ: the system node group spans both AZs and must keep pulling images if one AZ fails.
+EKS_NAT_GATEWAYS = 2
+
+
+class EksCluster(Construct):
+    """A GPU-ready EKS 1.35 cluster with managed node groups, pinned add-ons and a kubectl/Helm provider.
+
+    Attributes: ``cluster`` (``aws_eks_v2.Cluster``), ``vpc``, ``secrets_key``, ``node_role`` (shared by the
+    system node group; reuse it for other node groups), ``system_nodegroup``, ``addons`` (add-on name to
+    ``eks.Addon``), ``kubectl_provider`` and ``kubectl_role`` (the provider Lambda's role, which has a
+    cluster-admin access entry), ``cluster_name``, ``cluster_security_group_id``, ``kubernetes_version``,
+    ``kubeconfig_command``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc | None = None,
+        control_plane_subnets: ec2.SubnetSelection | None = None,
+        system_node_subnets: ec2.SubnetSelection | None = None,
+        public_endpoint_cidrs: Sequence[str] = (),
+        admin_principal_arns: Sequence[str] = (),
+        secrets_key: kms.IKey | None = None,
+        control_plane_logs: Sequence[eks.ClusterLoggingTypes] = ALL_CONTROL_PLANE_LOGS,
+        addon_versions: AddonVersions = DEFAULT_ADDON_VERSIONS,
+        system_node_instance_type: str = DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
+        system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
+    ) -> None:
+        """
+        :param vpc: the VPC. Default: a new two-AZ VPC with private subnets behind NAT and flow logs.
+        :param control_plane_subnets: where the control-plane ENIs (and a private kubectl provider) go; at least
+            two AZs. Default: the VPC's private subnets with egress.
+        :param system_node_subnets: subnets of the system node group. Default: the VPC's private subnets.
+        :param public_endpoint_cidrs: IPv4 CIDRs allowed to reach a public API server endpoint, in addition to
+            the private endpoint. Default: none, so the endpoint is private only (reach it from the VPC, a VPN
+            or a bastion).
+        :param admin_principal_arns: IAM role/user ARNs that get the ``AmazonEKSClusterAdminPolicy`` access
+            entry (cluster scope). Default: none; only the kubectl provider role is admin.
+        :param secrets_key: KMS key for envelope encryption of Kubernetes secrets. Default: a new rotated key,
+            retained on stack deletion.
+        :param control_plane_logs: control-plane log types sent to CloudWatch Logs. Default: all five.
+        :param addon_versions: pinned EKS add-on versions. Default: ``DEFAULT_ADDON_VERSIONS``.
+        :param system_node_instance_type: x86 instance type of the system node group. Default: m7i.xlarge.
+        :param system_node_count: nodes in the system node group (1-10). Default: 2 (coredns spreads over two).
+        """
+        super().__init__(scope, construct_id)
+        _validate_addon_versions(addon_versions)
+        _validate_admin_principal_arns(admin_principal_arns)
+        _validate_cidrs(public_endpoint_cidrs)
+        if not Token.is_unresolved(system_node_count) and (
+            isinstance(system_node_count, bool)
+            or not isinstance(system_node_count, int)
+            or not 1 <= system_node_count <= 10
+        ):
+            raise ValueError(
+                f"EksCluster system_node_count: got {system_node_count!r}; expected an integer from 1 to 10"
+            )
+        if (
+            not _INSTANCE_TYPE.fullmatch(system_node_instance_type)
+            or ec2.InstanceType(system_node_instance_type).architecture != ec2.InstanceArchitecture.X86_64
+        ):
+            raise ValueError(
+                f"EksCluster system_node_instance_type: got {system_node_instance_type!r}; expected an x86_64 "
+                "instance type such as m7i.xlarge (the system node group runs the AL2023 x86_64 AMI)"
+            )
+
+        self.kubernetes_version = KUBERNETES_VERSION
+        self.vpc: ec2.IVpc = (
+            vpc
+            if vpc is not None
+            else create_private_vpc(
+                self, "Vpc", private_cidr_mask=EKS_PRIVATE_CIDR_MASK, nat_gateways=EKS_NAT_GATEWAYS
+            )
+        )
+        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+
+        self.secrets_key: kms.IKey = secrets_key or retained_key(
+            self, "SecretsKey", "Envelope encryption of Kubernetes secrets in the inference EKS cluster"
+        )
+
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            version=eks.KubernetesVersion.of(KUBERNETES_VERSION),
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            vpc=self.vpc,
+            vpc_subnets=[control_plane_subnets or private],
+            endpoint_access=(
+                eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_endpoint_cidrs)
+                if public_endpoint_cidrs
+                else eks.EndpointAccess.PRIVATE
+            ),
+            cluster_logging=list(control_plane_logs),
+            secrets_encryption_key=self.secrets_key,
+            # The CloudFormation execution role needs no standing admin access; the kubectl provider role and
+            # admin_principal_arns get explicit access entries instead.
+            bootstrap_cluster_creator_admin_permissions=False,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV35Layer(self, "KubectlLayer"),
+            ),
+        )
+        self.cluster_name = self.cluster.cluster_name
+        self.kubeconfig_command = (
+            f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.cluster_name}"
+        )
+        """The command that points kubectl at this cluster (a deploy-time string, e.g. for a stack output)."""
+        self.cluster_security_group_id = self.cluster.cluster_security_group_id
+        provider = self.cluster.kubectl_provider
+        assert provider is not None  # kubectl_provider_options is always passed above
+        self.kubectl_provider: eks.IKubectlProvider = provider
+        self.kubectl_role: iam.IRole | None = getattr(provider, "role", None)
+        for index, arn in enumerate(admin_principal_arns):
+            self.cluster.grant_cluster_admin(f"Admin{index}", arn)
+        if not admin_principal_arns:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:eksNoAdminPrincipal",
+                "no admin_principal_arns: only the kubectl provider can use the Kubernetes API of this cluster; "
+                "pass your operator role's ARN to run kubectl",
+            )
+
+        self.addons = self._add_addons(addon_versions)
+
+        self.node_role = create_node_role(self, "NodeRole")
+        system_template = ec2.LaunchTemplate(
+            self,
+            "SystemLaunchTemplate",
+            require_imdsv2=True,
+            # Hop limit 1: pods cannot reach the node's instance role; they get AWS credentials from Pod Identity.
+            http_put_response_hop_limit=1,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name="/dev/xvda",
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        50, encrypted=True, volume_type=ec2.EbsDeviceVolumeType.GP3
+                    ),
+                )
+            ],
+        )
+        self.system_nodegroup = eks.Nodegroup(
+            self,
+            "SystemNodes",
+            cluster=as_cluster_ref(self.cluster),
+            node_role=self.node_role,
+            instance_types=[ec2.InstanceType(system_node_instance_type)],
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            capacity_type=eks.CapacityType.ON_DEMAND,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=system_template.launch_template_id or "",
+                version=system_template.latest_version_number,
+            ),
+            subnets=system_node_subnets or private,
+            min_size=system_node_count,
+            desired_size=system_node_count,
+            max_size=system_node_count,
+            labels={SYSTEM_NODE_LABEL: "system"},
+            enable_node_auto_repair=True,
+        )
+        # coredns is a Deployment: without nodes the add-on would sit DEGRADED; create it once nodes exist.
+        self.addons["coredns"].node.add_dependency(self.system_nodegroup)
+        self._acknowledge_provider_findings()
+        if public_endpoint_cidrs:
+            acknowledge(
+                self.cluster,
+                "AwsSolutions-EKS1",
+                "the public endpoint was requested explicitly and only admits the CIDRs in public_endpoint_cidrs: "
+                + ", ".join(public_endpoint_cidrs),
+            )
+
+    def _add_addons(self, versions: AddonVersions) -> dict[str, eks.Addon]:
+        addons: dict[str, eks.Addon] = {}
+        for name, version in (
+            ("vpc-cni", versions.vpc_cni),
+            ("kube-proxy", versions.kube_proxy),
+            ("coredns", versions.coredns),
+        ):
+            addon = eks.Addon(
+                self,
+                f"Addon-{name}",
+                cluster=as_cluster_ref(self.cluster),
+                addon_name=name,
+                addon_version=version,
+            )
+            # EKS bootstraps self-managed copies of these three at cluster creation; the managed add-on
+            # takes them over instead of failing on the existing DaemonSet/Deployment.
+            _cfn_child(addon, eks.CfnAddon).resolve_conflicts = "OVERWRITE"
+            addons[name] = addon
+        # The cluster creates this add-on itself when a service account uses Pod Identity; using its getter
+        # keeps one add-on, and the override pins its version.
+        agent = self.cluster.eks_pod_identity_agent
+        assert isinstance(agent, eks.Addon)
+        _cfn_child(agent, eks.CfnAddon).addon_version = versions.pod_identity_agent
+        addons["eks-pod-identity-agent"] = agent
+        return addons
+
+    def _acknowledge_provider_findings(self) -> None:
+        """Findings on resources aws-cdk creates for the cluster; each is by design of aws_eks_v2."""
+        stack = Stack.of(self)
+        acknowledge(
+            self.cluster.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
+            "EKS requires AmazonEKSClusterPolicy on the cluster service role to manage the control plane",
+        )
+        provider = self.kubectl_provider
+        handler = provider.node.find_child("Handler")
+        handler_id = stack.get_logical_id(_cfn_child(handler, CfnElement))
+        has_ecr_public = stack.get_logical_id(_cfn_child(handler.node.find_child("HasEcrPublic"), CfnElement))
+        ecr_public_policy = (
+            '{"Fn::If":["' + has_ecr_public + '",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
+            '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}'
+        )
+        managed_policy_reasons = {
+            "service-role/AWSLambdaBasicExecutionRole": (
+                "the aws-cdk kubectl provider Lambdas use the basic execution role only to write their logs"
+            ),
+            "service-role/AWSLambdaVPCAccessExecutionRole": (
+                "the kubectl provider runs in the private subnets to reach the private endpoint and needs ENIs"
+            ),
+            "AmazonEC2ContainerRegistryReadOnly": (
+                "the kubectl provider pulls Helm charts stored as OCI artifacts in ECR with read-only access"
+            ),
+        }
+        for policy, reason in managed_policy_reasons.items():
+            acknowledge(
+                provider, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]", reason
+            )
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM4[Policy::{ecr_public_policy}]",
+            "in the aws partition the kubectl provider pulls public OCI Helm charts with ECR Public read-only access",
+        )
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
+            "the provider framework may invoke any version of its own kubectl handler function, and only that one",
+        )
+        acknowledge(
+            handler,
+            "AwsSolutions-L1",
+            "aws_eks_v2 chooses the kubectl handler runtime itself (python3.13 in aws-cdk-lib 2.275) with no override",
+        )
+
+
+def as_cluster_ref(cluster: eks.Cluster) -> eks.ICluster:
+    """``cluster`` typed as ``ICluster``: jsii's generated protocol wrongly lists ``kubectl_provider_options``."""
+    return cast(eks.ICluster, cluster)
+
+
+def _cfn_child(construct: IConstruct, kind: type[T]) -> T:
+    child = construct if isinstance(construct, kind) else construct.node.default_child
+    assert isinstance(child, kind), f"{construct.node.path} has no {kind.__name__}"
+    return child

@@ -1,0 +1,517 @@
+"""``AWS::SageMaker::Cluster`` orchestrated by EKS, with its lifecycle scripts, execution role and node barrier.
+
+Creation order is what makes HyperPod work, so this construct wires it: the cluster waits for the execution
+role *and its policy* (CloudFormation would otherwise only wait for the role, and HyperPod fails with "Unable to
+retrieve subnets"), for the upload of both lifecycle scripts and for the HyperPod dependency Helm chart; the
+node barrier (:attr:`HyperPodCluster.nodes_ready`) waits for the cluster and then for every instance to be
+Running, and everything scheduled on the nodes must depend on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aws_cdk import Aws, CfnElement, CustomResource, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3_deployment
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IConstruct, IDependable
+
+from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.storage import private_bucket
+from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
+
+ASSETS = ASSETS_DIR / "hyperpod"
+LIFECYCLE_SCRIPTS = ASSETS / "lifecycle"
+LIFECYCLE_PREFIX = "lifecycle"
+DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+_GROUP_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# Deep health checks on GPU instances take tens of minutes; HyperPod may replace a failing instance once.
+NODES_READY_TIMEOUT = Duration.hours(2)
+
+
+@dataclass(frozen=True)
+class HyperPodTaint:
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class HyperPodInstanceGroup:
+    """One instance group: ``instance_count`` instances of ``instance_type`` in the cluster's subnet."""
+
+    name: str
+    instance_type: str
+    """SageMaker name, e.g. ``ml.g6e.12xlarge`` or ``ml.p5.48xlarge``."""
+    instance_count: int
+    threads_per_core: int = 1
+    ebs_volume_gb: int = 500
+    """Secondary EBS volume HyperPod mounts at /opt/sagemaker (images, logs)."""
+    deep_health_checks: tuple[str, ...] = DEEP_HEALTH_CHECKS
+    training_plan_arn: str | None = None
+    """Run the group on a SageMaker training plan (reserved capacity)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[HyperPodTaint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _GROUP_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"instance group name: got {self.name!r}; expected letters, digits and '-' (at most 63)"
+            )
+        if not re.fullmatch(r"ml\.[a-z0-9-]+\.[a-z0-9]+", self.instance_type):
+            raise ValueError(
+                f"instance group {self.name} instance_type: got {self.instance_type!r}; expected a SageMaker "
+                "instance type such as ml.g6e.12xlarge or ml.p5.48xlarge"
+            )
+        if not 0 <= self.instance_count <= 256:
+            raise ValueError(
+                f"instance group {self.name} instance_count: got {self.instance_count}; expected 0-256"
+            )
+        if self.threads_per_core not in (1, 2):
+            raise ValueError(
+                f"instance group {self.name} threads_per_core: got {self.threads_per_core}; expected 1 or 2"
+            )
+        if not 1 <= self.ebs_volume_gb <= 16384:
+            raise ValueError(
+                f"instance group {self.name} ebs_volume_gb: got {self.ebs_volume_gb}; expected 1-16384"
+            )
+        unknown = [c for c in self.deep_health_checks if c not in DEEP_HEALTH_CHECKS]
+        if unknown:
+            raise ValueError(
+                f"instance group {self.name} deep_health_checks: got {list(self.deep_health_checks)}; expected "
+                f"a subset of {', '.join(DEEP_HEALTH_CHECKS)}"
+            )
+        if self.taints and self.deep_health_checks:
+            raise ValueError(
+                f"instance group {self.name}: got taints {[t.key for t in self.taints]} with deep health checks "
+                f"{list(self.deep_health_checks)}; HyperPod rejects custom taints on groups with deep health "
+                "checks, so expected either no taints or deep_health_checks=()"
+            )
+        for taint in self.taints:
+            if taint.effect not in _TAINT_EFFECTS:
+                raise ValueError(
+                    f"instance group {self.name} taint {taint.key}: got effect {taint.effect!r}; expected one of "
+                    f"{', '.join(_TAINT_EFFECTS)}"
+                )
+        if self.training_plan_arn is not None and ":training-plan/" not in self.training_plan_arn:
+            raise ValueError(
+                f"instance group {self.name} training_plan_arn: got {self.training_plan_arn!r}; expected "
+                "arn:aws:sagemaker:<region>:<account>:training-plan/<name>"
+            )
+
+
+class HyperPodCluster(Construct):
+    """A HyperPod cluster on an existing EKS cluster, with lifecycle scripts, execution role and node barrier."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        subnets: Sequence[ec2.ISubnet],
+        security_groups: Sequence[ec2.ISecurityGroup],
+        instance_groups: Sequence[HyperPodInstanceGroup],
+        dependency_chart: HyperPodDependencyChart,
+        wait_for: Sequence[IDependable] = (),
+        lifecycle_scripts: Path = LIFECYCLE_SCRIPTS,
+        access_logs_bucket: s3.IBucket | None = None,
+        node_recovery: str = "Automatic",
+        nodes_ready_timeout: Duration = NODES_READY_TIMEOUT,
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (authentication mode API or API_AND_CONFIG_MAP, VPC CNI >= 1.18.3).
+        :param subnets: private subnet(s) of the cluster, in the AZ of the capacity; cannot change later.
+        :param security_groups: security groups of the nodes (the EKS cluster security group is added).
+        :param instance_groups: the instance groups (at least one).
+        :param dependency_chart: the HyperPod dependency chart; the cluster is created after it.
+        :param wait_for: more resources the cluster must wait for (e.g. core EKS add-ons). Default none.
+        :param lifecycle_scripts: directory with ``on_create.sh`` and what it runs. Default: the packaged scripts.
+        :param access_logs_bucket: server access logs of the lifecycle bucket. Default: no access logs.
+        :param node_recovery: ``Automatic`` (replace unhealthy nodes) or ``None``. Default Automatic.
+        :param nodes_ready_timeout: how long the barrier waits for all instances. Default 2 hours.
+        """
+        super().__init__(scope, construct_id)
+        if not instance_groups:
+            raise ValueError("instance_groups: got none; expected at least one HyperPodInstanceGroup")
+        names = [g.name for g in instance_groups]
+        if len(set(names)) != len(names):
+            raise ValueError(f"instance_groups: got duplicate names {names}; expected unique names")
+        if node_recovery not in ("Automatic", "None"):
+            raise ValueError(f"node_recovery: got {node_recovery!r}; expected Automatic or None")
+        if not (lifecycle_scripts / "on_create.sh").is_file():
+            raise ValueError(
+                f"lifecycle_scripts: got {str(lifecycle_scripts)!r} without on_create.sh; expected a directory "
+                "with on_create.sh and the scripts it runs"
+            )
+        self.instance_groups = tuple(instance_groups)
+
+        self.lifecycle_key = retained_key(
+            self, "LifecycleKey", "Encrypts the HyperPod lifecycle scripts bucket"
+        )
+        self.lifecycle_bucket = private_bucket(
+            self,
+            "LifecycleBucket",
+            key=self.lifecycle_key,
+            access_logs=access_logs_bucket,
+            access_logs_prefix="hyperpod-lifecycle/",
+        )
+        self.lifecycle_deployment = s3_deployment.BucketDeployment(
+            self,
+            "LifecycleScripts",
+            sources=[s3_deployment.Source.asset(str(lifecycle_scripts))],
+            destination_bucket=self.lifecycle_bucket,
+            destination_key_prefix=f"{LIFECYCLE_PREFIX}/",
+        )
+
+        self._acknowledge_deployment_findings()
+
+        self.execution_role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="HyperPod instances: EKS node, VPC CNI, image pulls, lifecycle scripts",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
+            ],
+        )
+        self._grant_node_permissions(cluster)
+        self._grant_lifecycle_read()
+
+        cluster_security_groups = [sg.security_group_id for sg in security_groups]
+        self.resource = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=Names.unique_resource_name(self, max_length=63),
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=cluster.cluster_arn)
+            ),
+            node_recovery=node_recovery,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                # The EKS cluster security group lets the nodes reach the control plane and vice versa.
+                security_group_ids=[*cluster_security_groups, cluster.cluster_security_group_id],
+                subnets=[s.subnet_id for s in subnets],
+            ),
+            instance_groups=[self._render_group(g) for g in instance_groups],
+        )
+        # Construct-level dependencies: the role's DefaultPolicy, the upload's custom resource and the chart's
+        # release all land in DependsOn (a GetAtt alone would only order the cluster after the role).
+        self.resource.node.add_dependency(
+            self.execution_role, self.lifecycle_deployment, dependency_chart, *wait_for
+        )
+        self.cluster_arn = self.resource.attr_cluster_arn
+        self.cluster_name = self.resource.cluster_name
+        self.nodes_ready = self._node_barrier(nodes_ready_timeout)
+
+        acknowledge(
+            self.execution_role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy]",
+            "HyperPod requires this AWS managed instance policy on every cluster instance role (AWS docs, "
+            "sagemaker-hyperpod-prerequisites-iam); it is scoped by AWS to HyperPod node operations",
+        )
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.instance_type for g in self.instance_groups))
+
+    def _render_group(
+        self, group: HyperPodInstanceGroup
+    ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        kubernetes_config = None
+        if group.labels or group.taints:
+            kubernetes_config = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+                labels=dict(group.labels) or None,
+                taints=[
+                    sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
+                        key=t.key, value=t.value, effect=t.effect
+                    )
+                    for t in group.taints
+                ]
+                or None,
+            )
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.instance_count,
+            execution_role=self.execution_role.role_arn,
+            threads_per_core=group.threads_per_core,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=self.lifecycle_bucket.s3_url_for_object(LIFECYCLE_PREFIX),
+                on_create="on_create.sh",
+            ),
+            instance_storage_configs=[
+                sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                    ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                        volume_size_in_gb=group.ebs_volume_gb
+                    )
+                )
+            ],
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            training_plan_arn=group.training_plan_arn,
+            kubernetes_config=kubernetes_config,
+        )
+
+    def _grant_node_permissions(self, cluster: eks.ICluster) -> None:
+        """What the VPC CNI, kubelet and pod identity need on a node, scoped where the API allows it."""
+        ec2_arn = f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DescribeNetwork",
+                # Describe* calls do not support resource-level permissions.
+                actions=[
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeTags",
+                ],
+                resources=["*"],
+            )
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ManagePodNetworkInterfaces",
+                actions=[
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:UnassignPrivateIpAddresses",
+                    "ec2:AttachNetworkInterface",
+                    "ec2:DetachNetworkInterface",
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:ModifyNetworkInterfaceAttribute",
+                ],
+                resources=[
+                    f"{ec2_arn}:network-interface/*",
+                    f"{ec2_arn}:instance/*",
+                    f"{ec2_arn}:subnet/*",
+                    f"{ec2_arn}:security-group/*",
+                ],
+            )
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TagPodNetworkInterfaces",
+                actions=["ec2:CreateTags"],
+                resources=[f"{ec2_arn}:network-interface/*"],
+            )
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImages",
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                # HyperPod, EKS add-on and DLC images live in AWS-owned accounts of the region.
+                resources=[f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:*:repository/*"],
+            )
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PodIdentity",
+                actions=["eks-auth:AssumeRoleForPodIdentity"],
+                resources=[cluster.cluster_arn],
+            )
+        )
+        acknowledge(
+            self.execution_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:Describe* and ecr:GetAuthorizationToken support no resource-level permissions; every other "
+            "statement of this role is scoped to this account and region",
+        )
+        for resource in ("network-interface", "instance", "subnet", "security-group"):
+            acknowledge(
+                self.execution_role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:{resource}/*]",
+                "The VPC CNI creates and attaches pod ENIs whose ids are unknown until runtime, in this "
+                "account and region only",
+            )
+        acknowledge(
+            self.execution_role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecr:<AWS::Region>:*:repository/*]",
+            "Node images (HyperPod agents, EKS add-ons, deep learning containers) come from AWS-owned "
+            "registries whose account ids differ per region; pull-only actions",
+        )
+
+    def _node_barrier(self, timeout: Duration) -> CustomResource:
+        log_group = logs.LogGroup(
+            self,
+            "NodeBarrierLogs",
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        on_event, is_complete = (
+            lambda_.Function(
+                self,
+                construct_id,
+                handler=f"index.{handler}",
+                runtime=lambda_.Runtime.PYTHON_3_14,
+                code=lambda_.Code.from_asset(str(ASSETS / "node_barrier")),
+                timeout=Duration.minutes(1),
+                memory_size=256,
+                log_group=log_group,
+            )
+            for construct_id, handler in (
+                ("NodeBarrierOnEvent", "on_event"),
+                ("NodeBarrierIsComplete", "is_complete"),
+            )
+        )
+        is_complete.add_to_role_policy(
+            iam.PolicyStatement(actions=["sagemaker:ListClusterNodes"], resources=[self.cluster_arn])
+        )
+        provider = cr.Provider(
+            self,
+            "NodeBarrierProvider",
+            on_event_handler=on_event,
+            is_complete_handler=is_complete,
+            query_interval=Duration.minutes(1),
+            total_timeout=timeout,
+            log_group=log_group,
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=logs.LogGroup(
+                    self,
+                    "NodeBarrierWaiterLogs",
+                    retention=logs.RetentionDays.ONE_YEAR,
+                    removal_policy=RemovalPolicy.RETAIN,
+                ),
+                level=sfn.LogLevel.ALL,
+            ),
+        )
+        self._acknowledge_barrier_findings(provider, [on_event, is_complete])
+        barrier = CustomResource(
+            self,
+            "NodesReady",
+            service_token=provider.service_token,
+            resource_type="Custom::HyperPodNodesReady",
+            properties={
+                "ClusterArn": self.cluster_arn,
+                "InstanceGroups": {g.name: str(g.instance_count) for g in self.instance_groups},
+            },
+        )
+        barrier.node.add_dependency(self.resource)
+        return barrier
+
+    def _grant_lifecycle_read(self) -> None:
+        """HyperPod copies the lifecycle scripts to each instance with the execution role: read that prefix."""
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListLifecycleScripts",
+                actions=["s3:ListBucket"],
+                resources=[self.lifecycle_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [LIFECYCLE_PREFIX, f"{LIFECYCLE_PREFIX}/*"]}},
+            )
+        )
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadLifecycleScripts",
+                actions=["s3:GetObject"],
+                resources=[self.lifecycle_bucket.arn_for_objects(f"{LIFECYCLE_PREFIX}/*")],
+            )
+        )
+        self.lifecycle_key.grant_decrypt(self.execution_role)
+        bucket_id = Stack.of(self).get_logical_id(_cfn_element(self.lifecycle_bucket))
+        acknowledge(
+            self.execution_role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{LIFECYCLE_PREFIX}/*]",
+            "HyperPod instances read every lifecycle script under the lifecycle/ prefix of this bucket (read-only)",
+        )
+
+    def _acknowledge_deployment_findings(self) -> None:
+        """Findings on the singleton function aws-cdk's BucketDeployment creates to copy the scripts."""
+        role = self.lifecycle_deployment.handler_role
+        handler = role.node.scope
+        assert handler is not None
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "The BucketDeployment copy function uses the basic execution role only to write its logs",
+        )
+        acknowledge(
+            handler,
+            "AwsSolutions-L1",
+            "BucketDeployment's runtime is chosen by aws-cdk-lib (no override) and is updated with the library",
+        )
+        for finding in (
+            "Action::s3:GetBucket*",
+            "Action::s3:GetObject*",
+            "Action::s3:List*",
+            "Action::s3:Abort*",
+            "Action::s3:DeleteObject*",
+            "Action::kms:GenerateDataKey*",
+            "Action::kms:ReEncrypt*",
+            "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+        ):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[{finding}]",
+                "BucketDeployment reads the CDK asset objects and syncs them into the lifecycle bucket (encrypted "
+                "with its KMS key); grants are limited to those two buckets and that key",
+            )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{Stack.of(self).get_logical_id(_cfn_element(self.lifecycle_bucket))}.Arn>/*]",
+            "BucketDeployment writes the lifecycle scripts under the lifecycle/ prefix of this bucket only",
+        )
+
+    def _acknowledge_barrier_findings(self, provider: cr.Provider, handlers: list[lambda_.Function]) -> None:
+        """Findings on the node barrier's Lambda functions and the Provider framework aws-cdk generates."""
+        stack = Stack.of(self)
+        for handler in handlers:
+            acknowledge(
+                handler,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+                "The node barrier functions use the basic execution role only to write their own logs",
+            )
+        acknowledge(
+            provider,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "The aws-cdk Provider framework functions use the basic execution role only to write their logs",
+        )
+        framework = [provider.node.find_child(f"framework-{name}") for name in ("isComplete", "onTimeout")]
+        for function in [*handlers, *framework]:
+            logical_id = stack.get_logical_id(_cfn_element(function))
+            acknowledge(
+                provider,
+                f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>:*]",
+                "The Provider framework invokes any version of its own barrier function, and only that function",
+            )
+        acknowledge(
+            provider,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions log delivery (logs:CreateLogDelivery, ListLogDeliveries...) supports no "
+            "resource-level permissions; the waiter state machine only writes its execution log",
+        )
+        acknowledge(
+            provider,
+            "AwsSolutions-SF2",
+            "The barrier's waiter state machine only polls ListClusterNodes once a minute; its executions are "
+            "logged in full, so X-Ray tracing adds nothing",
+        )
+
+
+def _cfn_element(construct: IConstruct) -> CfnElement:
+    resource = construct.node.default_child
+    assert isinstance(resource, CfnElement), f"{construct.node.path} has no CloudFormation resource"
+    return resource

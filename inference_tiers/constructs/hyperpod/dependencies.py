@@ -1,0 +1,115 @@
+"""The SageMaker HyperPod dependency Helm chart, installed before ``AWS::SageMaker::Cluster``.
+
+HyperPod's resiliency features (health-monitoring agent, deep health checks, device plugins) come from the
+``HyperPodHelmChart`` in ``aws/sagemaker-hyperpod-cli``; HyperPod rejects or degrades a cluster created before
+it is installed. The chart is not published to any chart repository and has remote sub-charts, so it is
+fetched and packaged at a pinned commit by ``inference_tiers/assets/hyperpod/fetch-dependency-chart.sh`` and
+installed here from a local directory (uploaded as an S3 asset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.nag import acknowledge
+
+ASSETS = ASSETS_DIR / "hyperpod"
+FETCH_SCRIPT = ASSETS / "fetch-dependency-chart.sh"
+# Installed instead of the real chart when it has not been packaged: rendering it fails with instructions.
+MISSING_CHART_PLACEHOLDER = ASSETS / "dependency-chart-missing"
+
+
+class HyperPodDependencyChart(Construct):
+    """Installs the HyperPod dependency chart from ``chart_directory`` into ``kube-system``.
+
+    The directory must contain ``Chart.yaml`` and, in ``charts/``, every dependency it lists (``helm dependency
+    build`` puts them there); anything missing is an error at synth time, not a failed deploy an hour later.
+    Make ``AWS::SageMaker::Cluster`` depend on :attr:`chart` (``HyperPodCluster`` does).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        chart_directory: Path,
+        values: Mapping[str, Any] | None = None,
+        release: str = "hyperpod-dependencies",
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (needs a kubectl provider).
+        :param chart_directory: the packaged ``HyperPodHelmChart`` directory (output of the fetch script).
+        :param values: Helm values merged over the defaults; default: the health-monitoring agent's region is
+            the stack's region (the agent cannot always detect it).
+        :param release: Helm release name. Default ``hyperpod-dependencies`` (as in the AWS templates).
+        """
+        super().__init__(scope, construct_id)
+        check_chart_directory(chart_directory)
+        self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory))
+        self.chart = eks.HelmChart(
+            self,
+            "Chart",
+            cluster=cluster,
+            chart_asset=self.asset,
+            release=release,
+            namespace="kube-system",
+            values={"health-monitoring-agent": {"region": Aws.REGION}, **(values or {})},
+            # The chart's pods run on HyperPod nodes, which only exist after the cluster it must precede.
+            wait=False,
+            timeout=Duration.minutes(10),
+        )
+        self._acknowledge_chart_read(cluster)
+
+    def _acknowledge_chart_read(self, cluster: eks.ICluster) -> None:
+        """The chart asset grants the cluster's kubectl handler read access to the CDK asset bucket."""
+        provider = cluster.kubectl_provider
+        assert provider is not None, "the cluster needs a kubectl provider to install Helm charts"
+        for finding in (
+            "Action::s3:GetBucket*",
+            "Action::s3:GetObject*",
+            "Action::s3:List*",
+            "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+        ):
+            acknowledge(
+                provider,
+                f"AwsSolutions-IAM5[{finding}]",
+                "Asset.grant_read lets the kubectl handler download the packaged Helm chart from the CDK "
+                "bootstrap asset bucket, read-only",
+            )
+
+
+def check_chart_directory(chart_directory: Path) -> None:
+    """Raise ValueError unless ``chart_directory`` holds a Helm chart with all its dependencies packaged."""
+    how = f"run {FETCH_SCRIPT.name} (inference_tiers/assets/hyperpod/) with helm and internet access first"
+    chart_yaml = chart_directory / "Chart.yaml"
+    try:
+        has_chart = chart_yaml.is_file()
+    except OSError:  # is_file() raises, not returns False, for a name the file system rejects (too long)
+        has_chart = False
+    if not has_chart:
+        raise ValueError(
+            f"dependency chart directory: got {str(chart_directory)!r}, which has no Chart.yaml; expected the "
+            f"packaged HyperPodHelmChart directory ({how})"
+        )
+    metadata = yaml.safe_load(chart_yaml.read_text()) or {}
+    charts = chart_directory / "charts"
+    missing = [
+        f"{dep['name']}-{dep.get('version', '*')}"
+        for dep in metadata.get("dependencies") or []
+        if not any(charts.glob(f"{dep['name']}-*.tgz")) and not (charts / dep["name"]).is_dir()
+    ]
+    if missing:
+        raise ValueError(
+            f"dependency chart directory: {str(chart_directory)!r} lacks the packaged sub-charts "
+            f"{', '.join(missing)} in charts/; expected them there ({how}: it runs helm dependency build)"
+        )

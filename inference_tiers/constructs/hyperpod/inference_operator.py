@@ -1,0 +1,311 @@
+"""The HyperPod Inference Operator as the EKS add-on, with the add-ons it requires, its roles and TLS bucket.
+
+The operator's init container refuses to start without the S3 *and* FSx CSI drivers and cert-manager, so
+those four add-ons (plus metrics-server) are installed first, after the HyperPod nodes are Running (they run on
+those nodes; they tolerate the node-health taint HyperPod sets). Naming rules come from the AWS managed policy
+``AmazonSageMakerHyperPodInferenceAccess``: it only passes roles named ``SageMakerHyperPodInference*`` and
+only writes to buckets named ``hyperpod-tls*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Aws, CfnJson, Names, Stack
+from aws_cdk import aws_eks as eks_l1
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.storage import private_bucket
+from inference_tiers.constructs.eks.lb_controller_policy import load_balancer_controller_statements
+from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
+
+INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
+OPERATOR_ROLE_PREFIX = "SageMakerHyperPodInference"
+TLS_BUCKET_PREFIX = "hyperpod-tls-"
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+
+# Pinned add-on versions: the minimum versions the HyperPod inference setup guide lists for each
+# prerequisite and for the operator add-on (the versions its configuration keys were documented for).
+# Before deploying on a new Kubernetes version, check `aws eks describe-addon-versions --addon-name <name>
+# --kubernetes-version <v>` and raise them here together.
+DEFAULT_ADDON_VERSIONS: Mapping[str, str] = {
+    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
+    "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
+    "metrics-server": "v0.7.2-eksbuild.4",
+    "cert-manager": "v1.18.2-eksbuild.2",
+    INFERENCE_ADDON: "v1.0.0-eksbuild.1",
+}
+
+# HyperPod taints nodes with this key while deep health checks run and when its health agent finds a fault;
+# system pods must tolerate it or stay Pending on a cluster made only of HyperPod nodes.
+HYPERPOD_TOLERATIONS: list[dict[str, str]] = [
+    {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Exists", "effect": "NoSchedule"}
+]
+
+# configurationValues of each prerequisite add-on (keys of each add-on's configuration schema).
+_PREREQUISITE_CONFIG: Mapping[str, dict[str, Any]] = {
+    "aws-mountpoint-s3-csi-driver": {"node": {"tolerateAllTaints": True}},
+    "aws-fsx-csi-driver": {"controller": {"tolerations": HYPERPOD_TOLERATIONS}},
+    "metrics-server": {"tolerations": HYPERPOD_TOLERATIONS},
+    "cert-manager": {
+        "tolerations": HYPERPOD_TOLERATIONS,
+        "webhook": {"tolerations": HYPERPOD_TOLERATIONS},
+        "cainjector": {"tolerations": HYPERPOD_TOLERATIONS},
+    },
+}
+
+
+class HyperPodInferenceOperator(Construct):
+    """Installs ``amazon-sagemaker-hyperpod-inference`` and its prerequisites on a HyperPod cluster.
+
+    Creates the TLS bucket (``hyperpod-tls-...``), the IRSA roles of the operator (``SageMakerHyperPodInference-
+    ...``), KEDA, the load-balancer controller and the two CSI drivers, the prerequisite add-ons and the
+    operator add-on. Make every ``InferenceEndpointConfig`` depend on :attr:`addon` (``HyperPodModelEndpoint``
+    does) so that CloudFormation deletes the custom resources before the operator that owns their finalizers.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        hyperpod_cluster: HyperPodCluster,
+        model_buckets: Sequence[s3.IBucket] = (),
+        prometheus_workspace_arn: str | None = None,
+        access_logs_bucket: s3.IBucket | None = None,
+        addon_versions: Mapping[str, str] = DEFAULT_ADDON_VERSIONS,
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (needs its OIDC provider for the service-account roles).
+        :param hyperpod_cluster: the HyperPod cluster; add-ons wait for its node barrier.
+        :param model_buckets: buckets the S3 CSI driver may read model weights from. Default none.
+        :param prometheus_workspace_arn: AMP workspace KEDA may query for Prometheus triggers. Default none.
+        :param access_logs_bucket: server access logs of the TLS bucket. Default: no access logs.
+        :param addon_versions: add-on name to pinned version. Default :data:`DEFAULT_ADDON_VERSIONS`.
+        """
+        super().__init__(scope, construct_id)
+        missing = sorted(set(DEFAULT_ADDON_VERSIONS) - set(addon_versions))
+        if missing:
+            raise ValueError(
+                f"addon_versions: got {sorted(addon_versions)}; expected a version for each of "
+                f"{', '.join(sorted(DEFAULT_ADDON_VERSIONS))} (missing {', '.join(missing)})"
+            )
+        self._cluster = cluster
+        suffix = Names.unique_id(self)[-8:].lower()
+
+        self.tls_bucket = private_bucket(
+            self,
+            "TlsBucket",
+            # SSE-S3: the operator and the SageMaker endpoint read certificates with permissions from the
+            # AWS managed policy, which grants no KMS key use.
+            key=None,
+            access_logs=access_logs_bucket,
+            access_logs_prefix="hyperpod-tls/",
+            # The managed policy's S3 statements cover only hyperpod-tls* buckets.
+            bucket_name=f"{TLS_BUCKET_PREFIX}{suffix}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
+        )
+
+        self.operator_role = self._service_account_role(
+            "OperatorRole",
+            OPERATOR_NAMESPACE,
+            "hyperpod-inference-controller-manager",
+            role_name=f"{OPERATOR_ROLE_PREFIX}-{Names.unique_resource_name(self, max_length=36)}",
+            also_assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        )
+        self.operator_role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess")
+        )
+        self.operator_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="EndpointVariantInVpc",
+                # Registering a SageMaker endpoint that reaches the model's ALB through VPC interfaces.
+                actions=["ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission"],
+                resources=[f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:network-interface/*"],
+            )
+        )
+        # No bucket grant: the managed policy already covers hyperpod-tls* buckets (hence the name).
+
+        self.keda_role = self._service_account_role("KedaRole", OPERATOR_NAMESPACE, "keda-operator")
+        self.keda_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadMetrics",
+                actions=[
+                    "cloudwatch:GetMetricData",
+                    "cloudwatch:GetMetricStatistics",
+                    "cloudwatch:ListMetrics",
+                ],
+                resources=["*"],
+            )
+        )
+        if prometheus_workspace_arn:
+            self.keda_role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="QueryPrometheus",
+                    actions=["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
+                    resources=[prometheus_workspace_arn],
+                )
+            )
+
+        self.load_balancer_controller_role = self._service_account_role(
+            "LoadBalancerControllerRole", OPERATOR_NAMESPACE, "aws-load-balancer-controller"
+        )
+        for statement in load_balancer_controller_statements():
+            self.load_balancer_controller_role.add_to_policy(statement)
+
+        self.s3_csi_role = self._service_account_role("S3CsiRole", "kube-system", "s3-csi-driver-sa")
+        for bucket in model_buckets:
+            self._grant_model_read(bucket)
+        self.fsx_csi_role = self._service_account_role("FsxCsiRole", "kube-system", "fsx-csi-controller-sa")
+        self.fsx_csi_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StaticVolumes",
+                # Models are read from existing file systems (static provisioning): nothing is created.
+                actions=["fsx:DescribeFileSystems"],
+                resources=["*"],
+            )
+        )
+
+        roles = {
+            "aws-mountpoint-s3-csi-driver": self.s3_csi_role,
+            "aws-fsx-csi-driver": self.fsx_csi_role,
+        }
+        self.prerequisite_addons = [
+            self._addon(name, addon_versions[name], _PREREQUISITE_CONFIG[name], roles.get(name))
+            for name in _PREREQUISITE_CONFIG
+        ]
+        for addon in self.prerequisite_addons:
+            addon.node.add_dependency(hyperpod_cluster.nodes_ready)
+
+        self.addon = self._addon(
+            INFERENCE_ADDON,
+            addon_versions[INFERENCE_ADDON],
+            {
+                "executionRoleArn": self.operator_role.role_arn,
+                "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
+                "hyperpodClusterArn": hyperpod_cluster.cluster_arn,
+                "alb": {
+                    "enabled": True,
+                    "serviceAccount": {
+                        "create": True,
+                        "roleArn": self.load_balancer_controller_role.role_arn,
+                    },
+                },
+                "keda": {
+                    "enabled": True,
+                    "auth": {"aws": {"irsa": {"enabled": True, "roleArn": self.keda_role.role_arn}}},
+                },
+            },
+            None,
+        )
+        self.addon.node.add_dependency(hyperpod_cluster.nodes_ready, *self.prerequisite_addons)
+        self._acknowledge_findings()
+
+    def _grant_model_read(self, bucket: s3.IBucket) -> None:
+        """Mountpoint for S3 lists and reads the weights; decrypts them when the bucket has a KMS key."""
+        self.s3_csi_role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn])
+        )
+        self.s3_csi_role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects("*")])
+        )
+        if bucket.encryption_key is not None:
+            bucket.encryption_key.grant_decrypt(self.s3_csi_role)
+        resource = bucket.node.default_child
+        rendered = (
+            f"<{Stack.of(self).get_logical_id(resource)}.Arn>/*"
+            if isinstance(resource, s3.CfnBucket)
+            else f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/*"
+        )
+        acknowledge(
+            self.s3_csi_role,
+            f"AwsSolutions-IAM5[Resource::{rendered}]",
+            "The S3 CSI driver mounts the model prefix read-only; object keys (weight shards) are only known "
+            "when the weights are uploaded",
+        )
+
+    def _service_account_role(
+        self,
+        construct_id: str,
+        namespace: str,
+        service_account: str,
+        *,
+        role_name: str | None = None,
+        also_assumed_by: iam.IPrincipal | None = None,
+    ) -> iam.Role:
+        """A role for one Kubernetes service account (IRSA: the cluster's OIDC provider, exact subject)."""
+        provider = self._cluster.open_id_connect_provider
+        issuer = provider.open_id_connect_provider_issuer
+        conditions = CfnJson(
+            self,
+            f"{construct_id}Subject",
+            value={
+                f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                f"{issuer}:aud": "sts.amazonaws.com",
+            },
+        )
+        principal: iam.IPrincipal = iam.OpenIdConnectPrincipal(provider, {"StringEquals": conditions})
+        if also_assumed_by is not None:
+            principal = iam.CompositePrincipal(principal, also_assumed_by)
+        return iam.Role(
+            self,
+            construct_id,
+            role_name=role_name,
+            assumed_by=principal,
+            description=f"Kubernetes service account {namespace}/{service_account} (HyperPod inference)",
+        )
+
+    def _addon(
+        self, name: str, version: str, config: Mapping[str, Any], role: iam.IRole | None
+    ) -> eks_l1.CfnAddon:
+        return eks_l1.CfnAddon(
+            self,
+            "".join(part.capitalize() for part in name.split("-")),
+            addon_name=name,
+            addon_version=version,
+            cluster_name=self._cluster.cluster_name,
+            configuration_values=Stack.of(self).to_json_string(dict(config)),
+            service_account_role_arn=role.role_arn if role else None,
+            resolve_conflicts="OVERWRITE",
+        )
+
+    def _acknowledge_findings(self) -> None:
+        acknowledge(
+            self.operator_role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess]",
+            "The inference add-on validates that its execution role carries this AWS managed policy, which AWS "
+            "scopes to hyperpod-tls buckets, SageMakerHyperPodInference roles and CreatedBy-tagged endpoints",
+        )
+        acknowledge(
+            self.operator_role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*]",
+            "SageMaker endpoint variants attach interfaces that exist only at runtime; limited to "
+            "interface permissions in this account and region",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "CloudWatch metric reads, FSx DescribeFileSystems and the load-balancer controller's EC2/ELB/ACM/"
+            "WAF describe calls support no resource-level permissions",
+        )
+        elb = "arn:<AWS::Partition>:elasticloadbalancing:<AWS::Region>:<AWS::AccountId>"
+        ec2 = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>"
+        for resource in (
+            f"{elb}:loadbalancer/*",
+            f"{elb}:targetgroup/*",
+            f"{elb}:listener/*",
+            f"{elb}:listener-rule/*",
+            f"{ec2}:security-group/*",
+            f"{ec2}:vpc/*",
+        ):
+            acknowledge(
+                self.load_balancer_controller_role,
+                f"AwsSolutions-IAM5[Resource::{resource}]",
+                "The load-balancer controller creates one ALB, target group and security group per model "
+                "at runtime; names are unknown at synth, limited to this account and region",
+            )

@@ -1,0 +1,224 @@
+"""The HyperPod constructs on their own, on a plain aws_eks_v2.Cluster (no EksCluster, no tier settings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.assertions import Template
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+from inference_tiers.constructs import (
+    HyperPodCluster,
+    HyperPodDependencyChart,
+    HyperPodInferenceOperator,
+    HyperPodInstanceGroup,
+    HyperPodModelEndpoint,
+    HyperPodNetwork,
+    HyperPodTaint,
+)
+from inference_tiers.constructs.eks.cluster import as_cluster_ref
+from inference_tiers.constructs.hyperpod.network import hyperpod_ips_per_instance
+from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
+from tests.hyperpod.support import depends_on, logical_ids, only, write_minimal_chart
+
+P5 = HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=2)
+
+
+class Parts:
+    def __init__(self, chart_dir: Path, groups: tuple[HyperPodInstanceGroup, ...] = (P5,)) -> None:
+        self.app = cdk.App(context={"aws:cdk:bundling-stacks": []})
+        self.stack = cdk.Stack(self.app, "Test")
+        self.network = HyperPodNetwork(self.stack, "Network", availability_zone_id="use1-az4")
+        self.cluster = as_cluster_ref(
+            eks.Cluster(
+                self.stack,
+                "Eks",
+                version=eks.KubernetesVersion.V1_35,
+                vpc=self.network.vpc,
+                default_capacity=0,
+                default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+                kubectl_provider_options=eks.KubectlProviderOptions(
+                    kubectl_layer=KubectlV35Layer(self.stack, "Kubectl")
+                ),
+            )
+        )
+        self.chart = HyperPodDependencyChart(
+            self.stack, "Chart", cluster=self.cluster, chart_directory=chart_dir
+        )
+        self.hyperpod = HyperPodCluster(
+            self.stack,
+            "HyperPod",
+            cluster=self.cluster,
+            subnets=[self.network.hyperpod_subnet],
+            security_groups=[self.network.security_group],
+            instance_groups=groups,
+            dependency_chart=self.chart,
+        )
+        self.operator = HyperPodInferenceOperator(
+            self.stack, "Operator", cluster=self.cluster, hyperpod_cluster=self.hyperpod
+        )
+
+    def endpoint(self, instance_type: str) -> HyperPodModelEndpoint:
+        return HyperPodModelEndpoint(
+            self.stack,
+            "Model",
+            cluster=self.cluster,
+            hyperpod_cluster=self.hyperpod,
+            operator=self.operator,
+            endpoint=InferenceEndpoint(
+                name="qwen",
+                instance_types=(instance_type,),
+                model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
+                worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1),
+            ),
+        )
+
+    def template(self) -> Mapping[str, Any]:
+        return Template.from_stack(self.stack).to_json()
+
+
+@pytest.fixture(scope="module")
+def chart_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_minimal_chart(tmp_path_factory.mktemp("chart") / "HyperPodHelmChart")
+
+
+def test_constructs_compose_on_a_plain_cluster_in_order(chart_dir: Path) -> None:
+    parts = Parts(chart_dir)
+    parts.endpoint("ml.p5.48xlarge")
+    template = parts.template()
+    hyperpod = only(logical_ids(template, "AWS::SageMaker::Cluster"))
+    chart = only(logical_ids(template, "Custom::AWSCDK-EKS-HelmChart"))
+    barrier = only(logical_ids(template, "Custom::HyperPodNodesReady"))
+    inference = only(
+        logical_ids(template, "AWS::EKS::Addon", AddonName="amazon-sagemaker-hyperpod-inference")
+    )
+    manifest = only(logical_ids(template, "Custom::AWSCDK-EKS-KubernetesResource"))
+    assert chart in depends_on(template, hyperpod)
+    assert hyperpod in depends_on(template, barrier)
+    assert barrier in depends_on(template, inference)
+    assert inference in depends_on(template, manifest)
+    assert template["Resources"][barrier]["Properties"]["InstanceGroups"] == {"p5": "2"}
+
+
+def test_model_instance_type_must_be_in_an_instance_group(chart_dir: Path) -> None:
+    parts = Parts(chart_dir)
+    with pytest.raises(
+        ValueError,
+        match=r"instance type: got 'ml.g6e.12xlarge', which is not in any instance group; expected one of ml.p5.48xlarge",
+    ):
+        parts.endpoint("ml.g6e.12xlarge")
+
+
+def test_custom_taints_with_deep_health_checks_are_rejected() -> None:
+    taint = HyperPodTaint(key="dedicated", value="inference")
+    with pytest.raises(
+        ValueError, match=r"instance group p5: got taints \['dedicated'\] with deep health checks"
+    ):
+        HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=1, taints=(taint,))
+    group = HyperPodInstanceGroup(
+        name="p5", instance_type="ml.p5.48xlarge", instance_count=1, taints=(taint,), deep_health_checks=()
+    )
+    assert group.taints == (taint,)
+
+
+def test_taints_and_labels_render_without_deep_health_checks(chart_dir: Path) -> None:
+    group = HyperPodInstanceGroup(
+        name="tainted",
+        instance_type="ml.g6e.12xlarge",
+        instance_count=1,
+        deep_health_checks=(),
+        labels={"team": "a"},
+        taints=(HyperPodTaint(key="dedicated", value="inference"),),
+        training_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-1",
+    )
+    template = Parts(chart_dir, groups=(group,)).template()
+    rendered = template["Resources"][only(logical_ids(template, "AWS::SageMaker::Cluster"))]["Properties"]
+    (instance_group,) = rendered["InstanceGroups"]
+    assert instance_group["KubernetesConfig"] == {
+        "Labels": {"team": "a"},
+        "Taints": [{"Effect": "NoSchedule", "Key": "dedicated", "Value": "inference"}],
+    }
+    assert "OnStartDeepHealthChecks" not in instance_group
+    assert instance_group["TrainingPlanArn"].endswith("training-plan/plan-1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threads_per_core": 3}, r"threads_per_core: got 3; expected 1 or 2"),
+        (
+            {"instance_type": "p5.48xlarge"},
+            r"instance_type: got 'p5.48xlarge'; expected a SageMaker instance type",
+        ),
+        ({"deep_health_checks": ("InstanceFlops",)}, r"deep_health_checks: got \['InstanceFlops'\]"),
+        ({"name": "bad_name"}, r"instance group name: got 'bad_name'"),
+        ({"training_plan_arn": "plan-1"}, r"training_plan_arn: got 'plan-1'"),
+        ({"taints": (HyperPodTaint("k", "v", "Evict"),), "deep_health_checks": ()}, r"got effect 'Evict'"),
+    ],
+)
+def test_instance_group_validation(kwargs: dict[str, Any], message: str) -> None:
+    values: dict[str, Any] = {"name": "g", "instance_type": "ml.g5.12xlarge", "instance_count": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        HyperPodInstanceGroup(**values)
+
+
+def test_duplicate_instance_groups_are_rejected(chart_dir: Path) -> None:
+    with pytest.raises(ValueError, match=r"instance_groups: got duplicate names \['p5', 'p5'\]"):
+        Parts(chart_dir, groups=(P5, P5))
+
+
+def test_chart_directory_must_hold_packaged_dependencies(tmp_path: Path) -> None:
+    unpackaged = write_minimal_chart(tmp_path / "unpackaged", package_dependencies=False)
+    with pytest.raises(
+        ValueError,
+        match=r"lacks the packaged sub-charts nvidia-device-plugin-0.16.1 in charts/.*fetch-dependency-chart.sh",
+    ):
+        Parts(unpackaged)
+    with pytest.raises(ValueError, match=r"has no Chart.yaml"):
+        Parts(tmp_path / "absent")
+    with pytest.raises(ValueError, match=r"has no Chart.yaml"):  # a name too long for the file system
+        Parts(tmp_path / ("x" * 300))
+
+
+def test_network_sizing_and_az_id_are_validated() -> None:
+    assert hyperpod_ips_per_instance("ml.p5.48xlarge") == 81
+    assert hyperpod_ips_per_instance("ml.g5.12xlarge") == 50
+    stack = cdk.Stack(cdk.App(), "Net")
+    with pytest.raises(
+        ValueError, match=r"availability_zone_id: got 'us-east-1a'; expected an Availability Zone ID"
+    ):
+        HyperPodNetwork(stack, "A", availability_zone_id="us-east-1a")
+    with pytest.raises(ValueError, match=r"hyperpod_subnet_cidr: got '10.192.0.0/16'; .* does not overlap"):
+        HyperPodNetwork(stack, "B", availability_zone_id="use1-az4", hyperpod_subnet_cidr="10.192.0.0/16")
+    with pytest.raises(ValueError, match=r"need 810"):
+        HyperPodNetwork(
+            stack,
+            "C",
+            availability_zone_id="use1-az4",
+            hyperpod_subnet_cidr="10.1.0.0/23",
+            required_ip_addresses=810,
+        )
+    with pytest.raises(ValueError, match=r"expected IPv4 CIDR blocks"):
+        HyperPodNetwork(stack, "D", availability_zone_id="use1-az4", hyperpod_subnet_cidr="10.1.0.0/33")
+
+
+def test_network_security_group_is_connectable() -> None:
+    stack = cdk.Stack(cdk.App(), "Net")
+    network = HyperPodNetwork(stack, "Network", availability_zone_id="use1-az4")
+    assert isinstance(network.security_group, ec2.SecurityGroup)
+    peer = ec2.SecurityGroup(stack, "Client", vpc=network.vpc)
+    network.connections.allow_from(peer, ec2.Port.tcp(8000))
+    template = Template.from_stack(stack).to_json()
+    assert len(logical_ids(template, "AWS::EC2::SecurityGroupEgress")) == 1
+    ingress = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+    ]
+    assert any(i["IpProtocol"] == "tcp" and i["FromPort"] == 8000 for i in ingress)
