@@ -4,7 +4,7 @@ vLLM prefill and decode pools joined by vLLM's point-to-point ``MooncakeConnecto
 front (Kubernetes service discovery of both pools), an internal load balancer, and optionally a
 ``mooncake_master`` for the shared KV pool (``MooncakeStoreConnector`` through ``MultiConnector``).
 
-Facts behind the choices (ports, environment, flags) are in the README (tier 4). Every vLLM and router
+Facts behind the choices (ports, environment, flags) are in docs/disaggregated.md. Every vLLM and router
 flag used here is checked by the tests against the flag lists of the pinned versions.
 """
 
@@ -477,7 +477,7 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
 def render_transfer_benchmark(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
     """Two idle pods on two GPU nodes, with the vLLM pods' devices and EFA environment, for
     ``transfer_engine_bench`` (scale the vLLM Deployments to 0 first: GPUs and EFA devices are exclusive).
-    Not applied by the construct; see the README (tier 4)."""
+    Not applied by the construct; see docs/disaggregated.md."""
     pods = []
     for side in ("target", "initiator"):
         container = {**_gpu_container(spec, "bench"), "command": ["sleep", "infinity"], "env": _efa_env()}

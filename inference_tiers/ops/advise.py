@@ -1,6 +1,6 @@
 """``inference-tiers advise``: recommend a tier from the decision path the library encodes (offline).
 
-The path (README, "The inference-tiers command"): foundation models -> ``bedrock``. Own, fine-tuned or open
+The path (docs/inference-tiers-command.md, "advise"): foundation models -> ``bedrock``. Own, fine-tuned or open
 weights -> ``sagemaker``, unless the team already runs EKS with steady traffic (``hyperpod``), or prompts are long
 enough and the network fast enough that prefill/decode disaggregation pays, or the model does not fit one node
 (``disaggregated``).

@@ -955,7 +955,7 @@ def test_single_model_capacity_counts_instances() -> None:
     assert capacity.instances_for(3) == 3
 
 
-# --- the README's "Using the construct in another CDK app" example, as written there ---------------------------
+# --- docs/sagemaker.md's "Using the construct in another CDK app" example, as written there ---------------------------
 
 
 def test_readme_example_synthesizes_as_described() -> None:

@@ -25,7 +25,7 @@ from inference_tiers.k8s.disaggregated import (
 
 ASSETS = ASSETS_DIR / "disaggregated"
 
-# The tags the Dockerfiles under assets/disaggregated build (README, tier 4, "Images"). They name every
+# The tags the Dockerfiles under assets/disaggregated build (docs/disaggregated.md, "Images"). They name every
 # pinned part, so a tag always means the same contents.
 VLLM_IMAGE_REPOSITORY = "inference-tiers/vllm-mooncake-efa"
 VLLM_IMAGE_TAG = "vllm0.33.0-mooncake0.3.13.post1-efa1.50.0"
@@ -60,13 +60,13 @@ class DisaggregatedServing(Construct):
     :param name: prefix of every Kubernetes object (and the router's selectors). Default ``vllm-pd``.
     :param image_uri: vLLM image (vLLM + EFA user space + ``mooncake-transfer-engine-efa``). Default: the
         pinned tag ``inference-tiers/vllm-mooncake-efa:<VLLM_IMAGE_TAG>`` in the deploying account's ECR, built
-        from ``assets/disaggregated/vllm/Dockerfile`` (README, tier 4, "Images").
+        from ``assets/disaggregated/vllm/Dockerfile`` (docs/disaggregated.md, "Images").
     :param router_image_uri: vllm-router image. Default: ``inference-tiers/vllm-router:0.1.17`` in the
         deploying account's ECR, built from ``assets/disaggregated/router/Dockerfile``.
     :param build_images: build both images from the Dockerfiles as CDK assets at deploy time (needs Docker
         where ``cdk deploy`` runs) instead of using the URIs. Default False.
     :param enable_kv_store: add ``mooncake_master`` and the shared KV pool (``MooncakeStoreConnector`` through
-        ``MultiConnector``). Default False (README, tier 4: reported unstable upstream, vLLM PR #56939).
+        ``MultiConnector``). Default False (docs/disaggregated.md: reported unstable upstream, vLLM PR #56939).
     :param kv_store_segment_gib_per_rank: DRAM per GPU rank given to the pool. Default 32.
     :param hf_token_secret_name: Secret (key ``token``) with a Hugging Face token for gated models, created
         by you; None for public models. Default ``hf-token``.

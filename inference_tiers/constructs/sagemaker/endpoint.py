@@ -1,6 +1,6 @@
 """SageMakerLlmEndpoint: an open or fine-tuned LLM on a SageMaker real-time endpoint, built on the L1s.
 
-What the existing libraries miss and this construct does (see the README, tier 2):
+What the existing libraries miss and this construct does (see docs/sagemaker.md):
 
 - inference components by default (per-copy scaling, rolling copy updates, scale-to-zero), single model as
   an option; concurrency-based autoscaling (``sagemaker_scaling``);

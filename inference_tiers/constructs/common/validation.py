@@ -1,0 +1,319 @@
+"""Argument checks for every public construct and props class: one small helper, used by all.
+
+A construct imported into someone else's app must be as strict as a context key: a wrong argument is an
+:class:`ArgumentError` (a ``ValueError``) naming the construct, the parameter, the value received and what is
+accepted, raised before anything reaches jsii. Deploy-time values (CDK tokens) are accepted wherever a check
+says ``allow_token=True`` and are then passed through unparsed.
+
+Usage, at the top of a construct's ``__init__`` or a props dataclass's ``__post_init__``::
+
+    args = Args("SageMakerLlmEndpoint")
+    tp = args.integer("tensor_parallel_degree", tensor_parallel_degree, minimum=1, maximum=8)
+    grantee = args.implements("grantee", grantee, iam.IGrantable)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
+from typing import Any, TypeVar
+
+from aws_cdk import Duration, Token
+
+T = TypeVar("T")
+E = TypeVar("E", bound=Enum)
+# An item check: (parameter name shown in the error, value) -> the checked value.
+ItemCheck = Callable[[str, Any], T]
+
+_MAX_SHOWN = 160
+
+
+class ArgumentError(ValueError):
+    """An argument a construct cannot use: names the construct, the parameter, the value and what is accepted."""
+
+    def __init__(self, owner: str, param: str, value: Any, accepted: str) -> None:
+        super().__init__(f"{owner}: parameter '{param}' got {describe(value)}; expected {accepted}")
+        self.owner = owner
+        self.param = param
+        self.value = value
+        self.accepted = accepted
+
+
+def is_token(value: Any) -> bool:
+    """True for a value CDK resolves only at synth or deploy time (a token string, number or list)."""
+    if isinstance(value, Duration):
+        return bool(value.is_unresolved())
+    if isinstance(value, str):
+        return bool(Token.is_unresolved(value))
+    # Number tokens are finite floats; ints and bools never are (and jsii cannot even send NaN or infinity).
+    if isinstance(value, float) and math.isfinite(value):
+        return bool(Token.is_unresolved(value))
+    if isinstance(value, list):
+        return bool(Token.is_unresolved(value))
+    return False
+
+
+def describe(value: Any) -> str:
+    """How an error message shows ``value``: its repr (shortened), its type for objects, tokens by name."""
+    if is_token(value):
+        return "a deploy-time token"
+    if isinstance(value, Duration):
+        return f"Duration {value.to_human_string()}"
+    if value is None or isinstance(value, str | int | float | bool | Enum | list | tuple | dict | set):
+        shown = repr(value)
+        return shown if len(shown) <= _MAX_SHOWN else shown[: _MAX_SHOWN - 3] + "..."
+    return f"a {type(value).__name__}"
+
+
+def interface_members(interface: type) -> frozenset[str]:
+    """The public members a jsii interface (a typing Protocol) declares, its base interfaces included."""
+    names: set[str] = set()
+    for klass in interface.__mro__:
+        if klass in (object, typing.Protocol, typing.Generic) or not getattr(klass, "_is_protocol", False):
+            continue
+        names.update(name for name in vars(klass) if not name.startswith("_"))
+    return frozenset(names)
+
+
+class Args:
+    """The checks of one construct or props class; ``owner`` is the name every message starts with."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+
+    def error(self, param: str, value: Any, accepted: str) -> ArgumentError:
+        """An :class:`ArgumentError` for a check of the caller's own (consistency between parameters)."""
+        return ArgumentError(self.owner, param, value, accepted)
+
+    # -- scalars ------------------------------------------------------------------------------------------
+
+    def integer(
+        self,
+        param: str,
+        value: Any,
+        *,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        allow_token: bool = False,
+    ) -> int:
+        """An ``int`` (not a bool, float or numeric string) in [minimum, maximum]."""
+        accepted = _range_text("an integer", minimum, maximum)
+        if allow_token and is_token(value):
+            return typing.cast(int, value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(param, value, accepted + _token_hint(allow_token))
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise self.error(param, value, accepted)
+        return value
+
+    def number(
+        self,
+        param: str,
+        value: Any,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        exclusive_minimum: bool = False,
+        allow_token: bool = False,
+    ) -> float:
+        """A finite ``int`` or ``float`` (not a bool or string) in its range; ``exclusive_minimum`` for > minimum."""
+        low = "greater than" if exclusive_minimum else "at least"
+        accepted = _range_text("a number", minimum, maximum, low_word=low)
+        if allow_token and is_token(value):
+            return typing.cast(float, value)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self.error(param, value, accepted + _token_hint(allow_token))
+        too_low = minimum is not None and (value <= minimum if exclusive_minimum else value < minimum)
+        if too_low or (maximum is not None and value > maximum):
+            raise self.error(param, value, accepted)
+        return value
+
+    def boolean(self, param: str, value: Any) -> bool:
+        """``True`` or ``False`` (not a truthy string or number)."""
+        if not isinstance(value, bool):
+            raise self.error(param, value, "True or False")
+        return value
+
+    def text(
+        self,
+        param: str,
+        value: Any,
+        *,
+        pattern: str | None = None,
+        min_length: int = 1,
+        max_length: int | None = None,
+        description: str | None = None,
+        allow_token: bool = True,
+    ) -> str:
+        """A ``str`` of ``min_length`` to ``max_length`` characters matching ``pattern`` in full.
+
+        A token string is accepted unparsed when ``allow_token`` (the default: most strings may be deploy-time
+        values such as an ARN from another stack or a ``CfnParameter``).
+        """
+        accepted = description or (
+            f"a string matching {pattern}" if pattern else "a non-empty string" if min_length else "a string"
+        )
+        if max_length is not None:
+            accepted += f" of at most {max_length} characters"
+        if isinstance(value, str) and is_token(value):
+            if allow_token:
+                return value
+            raise self.error(param, value, accepted + " known at synth time (not a deploy-time token)")
+        if not isinstance(value, str):
+            raise self.error(param, value, accepted)
+        if len(value) < min_length or (max_length is not None and len(value) > max_length):
+            raise self.error(param, value, accepted)
+        if pattern is not None and not re.fullmatch(pattern, value):
+            raise self.error(param, value, accepted)
+        return value
+
+    def choice(self, param: str, value: Any, enum_type: type[E]) -> E:
+        """A member of ``enum_type``, given as the member or as its value (``"BLOCK"`` for ``Action.BLOCK``)."""
+        if isinstance(value, enum_type):
+            return value
+        for member in enum_type:
+            if isinstance(value, str) and value == member.value:
+                return member
+        options = ", ".join(f"{enum_type.__name__}.{m.name}" for m in enum_type)
+        raise self.error(param, value, f"one of {options}")
+
+    def one_of(self, param: str, value: Any, options: Iterable[T]) -> T:
+        """One of the literal ``options`` (strings or numbers, compared with ==, bools never match numbers)."""
+        allowed = list(options)
+        for option in allowed:
+            if type(value) is type(option) and value == option:
+                return option
+        raise self.error(param, value, "one of " + ", ".join(repr(o) for o in allowed))
+
+    def duration(
+        self,
+        param: str,
+        value: Any,
+        *,
+        minimum: Duration | None = None,
+        maximum: Duration | None = None,
+        whole_seconds: bool = True,
+    ) -> Duration:
+        """An ``aws_cdk.Duration`` in [minimum, maximum]; a token duration is passed through unchecked."""
+        accepted = "a Duration"
+        if minimum is not None and maximum is not None:
+            accepted += f" from {minimum.to_human_string()} to {maximum.to_human_string()}"
+        elif minimum is not None:
+            accepted += f" of at least {minimum.to_human_string()}"
+        elif maximum is not None:
+            accepted += f" of at most {maximum.to_human_string()}"
+        if not isinstance(value, Duration):
+            raise self.error(param, value, accepted + " (aws_cdk.Duration.seconds(...), .minutes(...))")
+        if value.is_unresolved():
+            return value
+        millis = value.to_milliseconds()
+        if (minimum is not None and millis < minimum.to_milliseconds()) or (
+            maximum is not None and millis > maximum.to_milliseconds()
+        ):
+            raise self.error(param, value, accepted)
+        if whole_seconds and millis % 1000:
+            raise self.error(param, value, accepted + " in whole seconds")
+        return value
+
+    # -- objects ------------------------------------------------------------------------------------------
+
+    def instance(self, param: str, value: Any, kind: type[T], description: str | None = None) -> T:
+        """An instance of the Python class ``kind`` (a props dataclass, an enum, ``Duration``)."""
+        if not isinstance(value, kind):
+            raise self.error(param, value, description or f"a {kind.__name__}")
+        return value
+
+    def implements(self, param: str, value: Any, interface: type[T], description: str | None = None) -> T:
+        """An object with every member of the jsii interface ``interface`` (``iam.IGrantable``, ``ec2.IVpc``...).
+
+        jsii interfaces are not runtime-checkable Protocols, so this checks their declared members; a string
+        (an ARN where a construct is expected) never passes.
+        """
+        members = interface_members(interface)
+        if (
+            isinstance(value, str | bytes | int | float)
+            or not members
+            or not all(hasattr(value, m) for m in members)
+        ):
+            raise self.error(
+                param, value, description or f"an {interface.__name__} (a construct, not a string)"
+            )
+        return typing.cast(T, value)
+
+    # -- collections --------------------------------------------------------------------------------------
+
+    def sequence(
+        self,
+        param: str,
+        value: Any,
+        item: ItemCheck[T] | None = None,
+        *,
+        min_items: int = 0,
+        max_items: int | None = None,
+        unique: bool = False,
+    ) -> tuple[T, ...]:
+        """A list or tuple (never a string, whose characters would become items) of checked items.
+
+        ``item(name, value)`` checks each one, with ``name`` = ``param[index]``; its errors should come from
+        this same ``Args`` (for example ``lambda name, v: args.text(name, v)``).
+        """
+        accepted = _count_text(min_items, max_items)
+        if not isinstance(value, list | tuple):
+            hint = " (a string is not a list: wrap one value in a list)" if isinstance(value, str) else ""
+            raise self.error(param, value, accepted + hint)
+        if len(value) < min_items or (max_items is not None and len(value) > max_items):
+            raise self.error(param, value, accepted)
+        checked = tuple(item(f"{param}[{index}]", v) if item else v for index, v in enumerate(value))
+        if unique:
+            seen: list[Any] = []
+            for index, v in enumerate(checked):
+                if v in seen:
+                    raise self.error(f"{param}[{index}]", v, "each item at most once (this one repeats)")
+                seen.append(v)
+        return checked
+
+    def mapping(
+        self,
+        param: str,
+        value: Any,
+        value_check: ItemCheck[T] | None = None,
+        *,
+        key_pattern: str | None = None,
+        max_items: int | None = None,
+    ) -> dict[str, T]:
+        """A mapping of string keys (matching ``key_pattern``) to checked values."""
+        accepted = "a mapping of strings" + (f" matching {key_pattern}" if key_pattern else "") + " to values"
+        if max_items is not None:
+            accepted += f", at most {max_items} entries"
+        if not isinstance(value, Mapping) or (max_items is not None and len(value) > max_items):
+            raise self.error(param, value, accepted)
+        checked: dict[str, T] = {}
+        for key, v in value.items():
+            if not isinstance(key, str) or (key_pattern is not None and not re.fullmatch(key_pattern, key)):
+                raise self.error(f"{param} key", key, accepted)
+            checked[key] = value_check(f"{param}[{key!r}]", v) if value_check else v
+        return checked
+
+
+def _range_text(
+    kind: str, minimum: float | None, maximum: float | None, *, low_word: str = "at least"
+) -> str:
+    if minimum is not None and maximum is not None and low_word == "at least":
+        return f"{kind} from {minimum:g} to {maximum:g}"
+    parts = [f"{low_word} {minimum:g}"] if minimum is not None else []
+    if maximum is not None:
+        parts.append(f"at most {maximum:g}")
+    return f"{kind} " + " and ".join(parts) if parts else kind
+
+
+def _count_text(min_items: int, max_items: int | None) -> str:
+    if max_items is None:
+        return f"a list of at least {min_items} items" if min_items else "a list"
+    return f"a list of {min_items} to {max_items} items"
+
+
+def _token_hint(allow_token: bool) -> str:
+    return " (or a deploy-time token)" if allow_token else ""
