@@ -1,0 +1,407 @@
+"""LiteLLM's ``config.yaml``, rendered by a pure function from typed model targets.
+
+LiteLLM publishes no schema for its config (litellm#23022), and a misspelt key is silently ignored, so the
+project generates the file here and the tests load the result into the real proxy (``tests/gateway``).
+
+Every Bedrock model carries the tier-1 guardrail in ``litellm_params.guardrailConfig``: LiteLLM sends it on
+every Converse call, which is what an IAM policy with the ``bedrock:GuardrailIdentifier`` condition
+(``ModelInvokeAccess``) requires. LiteLLM's ``guardrails:`` section would call ApplyGuardrail and then invoke
+the model *without* a guardrail, which that policy denies; it is deliberately not used.
+
+Secrets never appear in the file: it names environment variables (``os.environ/NAME``) that ECS fills from
+Secrets Manager. The text is JSON (a subset of YAML) so that deploy-time values (CDK tokens such as a guardrail
+version from another stack) stay quoted strings once CloudFormation substitutes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inference_tiers.constructs.common.validation import Args, is_token
+
+# The LiteLLM release this project is built and tested against. The tool venv installs exactly this version
+# (tools/gateway/requirements.txt) and the image is the same release, pinned by digest (docs/gateway.md).
+LITELLM_VERSION = "1.104.0"
+LITELLM_IMAGE = (
+    f"ghcr.io/berriai/litellm-database:v{LITELLM_VERSION}"
+    "@sha256:fbe28229d2d02181c0a7d9df9599de614b491f3d897d2d7da18404f088310218"
+)
+PORT = 4000
+# Where the container writes the file it receives in CONFIG_ENV (Fargate has no config-file mount).
+CONFIG_PATH = "/tmp/litellm-config.yaml"
+CONFIG_ENV = "LITELLM_CONFIG_YAML"
+MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
+MASTER_KEY_PREFIX = "sk-"
+SALT_KEY_ENV = "LITELLM_SALT_KEY"
+REDIS_ENV = ("REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD")
+# Paths the proxy answers without a key: load balancer and container health checks only.
+HEALTH_PATHS = ("/health/liveliness", "/health/readiness")
+
+MODEL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}"
+_ENV_NAME = r"[A-Z_][A-Z0-9_]{0,127}"
+_GUARDRAIL_ARN = r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+"
+_REGION = r"[a-z]{2}(-[a-z]+)+-[0-9]"
+_BEDROCK_ID = r"[a-z0-9-]{1,63}\.[a-z0-9.:-]{1,200}|arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]+:[0-9]{12}:[a-z-]+/[A-Za-z0-9.:-]+"
+_ENDPOINT_NAME = r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+_URL = r"https?://[^\s/?#]+(/[^\s?#]*)?"
+
+
+def _region(args: Args, value: Any) -> str:
+    return args.text("region", value, pattern=_REGION, description="an AWS Region such as us-east-1")
+
+
+def _optional_url(args: Args, param: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    return args.text(param, value, pattern=_URL, description="an http(s) URL such as http://10.0.0.5:8080")
+
+
+@dataclass(frozen=True)
+class GuardrailConfig:
+    """The guardrail every call to a Bedrock model carries: its ARN and numbered version (not DRAFT).
+
+    The full ARN is sent, not the short id: IAM compares ``bedrock:GuardrailIdentifier`` with
+    ``<ARN>:<version>``, and whether a short id in the request matches is not documented.
+    """
+
+    guardrail_arn: str
+    version: str
+
+    def __post_init__(self) -> None:
+        args = Args("GuardrailConfig")
+        args.text("guardrail_arn", self.guardrail_arn, pattern=_GUARDRAIL_ARN, description="a guardrail ARN")
+        args.text("version", self.version, pattern=r"[1-9][0-9]{0,7}", description="a numbered version")
+
+    def render(self) -> dict[str, str]:
+        return {
+            "guardrailIdentifier": self.guardrail_arn,
+            "guardrailVersion": self.version,
+            "trace": "disabled",
+        }
+
+
+@dataclass(frozen=True)
+class BedrockModel:
+    """A Bedrock model through the Converse API, always with ``guardrail``.
+
+    :param name: the model name clients send (``model``).
+    :param model_id: what the proxy calls: a cross-Region profile id (``us.amazon.nova-2-lite-v1:0``) or an
+        application inference profile ARN (a token is accepted).
+    :param guardrail: the guardrail sent on every call.
+    :param region: the Region of the Bedrock runtime endpoint.
+    :param base_model_id: the model id LiteLLM's cost map knows (required when ``model_id`` is an ARN or a
+        token; default: ``model_id``).
+    :param runtime_endpoint: another Bedrock runtime URL (a VPC endpoint's DNS name, a test stub). Default:
+        the Region's public endpoint (private through an interface endpoint with private DNS).
+    """
+
+    name: str
+    model_id: str
+    guardrail: GuardrailConfig
+    region: str
+    base_model_id: str | None = None
+    runtime_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("BedrockModel")
+        args.text("name", self.name, pattern=MODEL_NAME_PATTERN, allow_token=False)
+        args.text("model_id", self.model_id, pattern=_BEDROCK_ID, description="a model, profile id or ARN")
+        args.instance("guardrail", self.guardrail, GuardrailConfig)
+        _region(args, self.region)
+        if self.base_model_id is not None:
+            args.text("base_model_id", self.base_model_id, pattern=_BEDROCK_ID, allow_token=False)
+        elif is_token(self.model_id) or self.model_id.startswith("arn:"):
+            raise args.error(
+                "base_model_id",
+                None,
+                "the model id LiteLLM prices calls by (such as amazon.nova-2-lite-v1:0) when model_id is an "
+                "ARN or a deploy-time value",
+            )
+        _optional_url(args, "runtime_endpoint", self.runtime_endpoint)
+
+    def litellm_params(self) -> dict[str, Any]:
+        base = self.base_model_id or self.model_id
+        params: dict[str, Any] = {"model": f"bedrock/converse/{base}", "aws_region_name": self.region}
+        if base != self.model_id:
+            params["model_id"] = self.model_id
+        params["guardrailConfig"] = self.guardrail.render()
+        if self.runtime_endpoint is not None:
+            params["aws_bedrock_runtime_endpoint"] = self.runtime_endpoint
+        return params
+
+
+@dataclass(frozen=True)
+class SageMakerModel:
+    """A SageMaker real-time endpoint serving an OpenAI messages container (vLLM, SGLang, LMI), through
+    LiteLLM's ``sagemaker_chat`` provider.
+
+    :param endpoint_name: the endpoint (a token is accepted).
+    :param inference_component: the inference component to route to (sent as the
+        ``X-Amzn-SageMaker-Inference-Component`` header). Default: none (single-model endpoint).
+    :param served_model: the model name the container expects in the body. Default: the container's own.
+    :param runtime_url: the full invocation URL instead of the Region's runtime endpoint (a test stub).
+    """
+
+    name: str
+    endpoint_name: str
+    region: str
+    inference_component: str | None = None
+    served_model: str | None = None
+    runtime_url: str | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("SageMakerModel")
+        args.text("name", self.name, pattern=MODEL_NAME_PATTERN, allow_token=False)
+        args.text("endpoint_name", self.endpoint_name, pattern=_ENDPOINT_NAME, description="an endpoint name")
+        _region(args, self.region)
+        if self.inference_component is not None:
+            args.text("inference_component", self.inference_component, pattern=_ENDPOINT_NAME)
+        if self.served_model is not None:
+            args.text("served_model", self.served_model, max_length=256)
+        _optional_url(args, "runtime_url", self.runtime_url)
+
+    def litellm_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": f"sagemaker_chat/{self.endpoint_name}",
+            "aws_region_name": self.region,
+        }
+        if self.inference_component is not None:
+            params["model_id"] = self.inference_component
+        if self.served_model is not None:
+            params["hf_model_name"] = self.served_model
+        if self.runtime_url is not None:
+            params["sagemaker_base_url"] = self.runtime_url
+        return params
+
+
+@dataclass(frozen=True)
+class OpenAICompatibleModel:
+    """An OpenAI-compatible server by URL (vLLM or vllm-router on EKS, tiers 3-4), through ``hosted_vllm/``.
+
+    :param base_url: the server's ``/v1`` base URL, reachable from the proxy's subnets.
+    :param served_model: the model name the server serves.
+    :param api_key_env: the environment variable holding the server's API key. Always sent: with no key,
+        LiteLLM's ``openai/`` route has sent other environment keys as the bearer token (litellm#50218).
+    """
+
+    name: str
+    base_url: str
+    served_model: str
+    api_key_env: str = "GATEWAY_UPSTREAM_API_KEY"
+
+    def __post_init__(self) -> None:
+        args = Args("OpenAICompatibleModel")
+        args.text("name", self.name, pattern=MODEL_NAME_PATTERN, allow_token=False)
+        args.text(
+            "base_url",
+            self.base_url,
+            pattern=_URL,
+            description="an http(s) URL such as http://10.0.0.5:8000/v1",
+        )
+        args.text("served_model", self.served_model, max_length=256)
+        args.text("api_key_env", self.api_key_env, pattern=_ENV_NAME, allow_token=False)
+
+    def litellm_params(self) -> dict[str, Any]:
+        return {
+            "model": f"hosted_vllm/{self.served_model}",
+            "api_base": self.base_url,
+            "api_key": f"os.environ/{self.api_key_env}",
+        }
+
+
+ModelTarget = BedrockModel | SageMakerModel | OpenAICompatibleModel
+MODEL_TARGETS = (BedrockModel, SageMakerModel, OpenAICompatibleModel)
+
+
+@dataclass(frozen=True)
+class RouterOptions:
+    """How the proxy retries, times out and falls back.
+
+    :param request_timeout_seconds: a call's whole time limit (default 600; the load balancer's idle timeout
+        must be longer).
+    :param num_retries: retries of a failed call on the same model group (default 2).
+    :param allowed_fails: failures per minute before a deployment cools down (default 3).
+    :param cooldown_seconds: how long a failing deployment is skipped (default 30).
+    :param fallbacks: model name -> model names tried in order when it fails (default none).
+    """
+
+    request_timeout_seconds: int = 600
+    num_retries: int = 2
+    allowed_fails: int = 3
+    cooldown_seconds: int = 30
+    fallbacks: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        args = Args("RouterOptions")
+        args.integer("request_timeout_seconds", self.request_timeout_seconds, minimum=5, maximum=3600)
+        args.integer("num_retries", self.num_retries, minimum=0, maximum=10)
+        args.integer("allowed_fails", self.allowed_fails, minimum=1, maximum=100)
+        args.integer("cooldown_seconds", self.cooldown_seconds, minimum=1, maximum=3600)
+        args.mapping(
+            "fallbacks",
+            self.fallbacks,
+            lambda name, v: args.sequence(
+                name, v, lambda n, m: args.text(n, m, pattern=MODEL_NAME_PATTERN), min_items=1, unique=True
+            ),
+            key_pattern=MODEL_NAME_PATTERN,
+        )
+
+
+@dataclass(frozen=True)
+class ProxyFeatures:
+    """Which backing services the proxy uses (each adds its settings and environment variables).
+
+    :param database: PostgreSQL for virtual keys, teams, budgets and spend logs (default True).
+    :param redis: Redis for limits, cooldowns and the spend-write buffer shared by every task (default True;
+        required with more than one task).
+    """
+
+    database: bool = True
+    redis: bool = True
+
+    def __post_init__(self) -> None:
+        args = Args("ProxyFeatures")
+        args.boolean("database", self.database)
+        args.boolean("redis", self.redis)
+
+
+def render_config(
+    models: Sequence[ModelTarget],
+    *,
+    router: RouterOptions | None = None,
+    features: ProxyFeatures | None = None,
+) -> dict[str, Any]:
+    """The proxy's configuration as a dictionary (see :func:`render_text` for the file)."""
+    args = Args("render_config")
+    def model(name: str, value: Any) -> ModelTarget:
+        if not isinstance(value, MODEL_TARGETS):
+            raise args.error(name, value, "a BedrockModel, SageMakerModel or OpenAICompatibleModel")
+        return value
+
+    checked = args.sequence("models", models, model, min_items=1)
+    names = [m.name for m in checked]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise args.error(f"models[{index}].name", name, "a model name not used by another model")
+    router = args.instance("router", router or RouterOptions(), RouterOptions)
+    features = args.instance("features", features or ProxyFeatures(), ProxyFeatures)
+    for source, targets in router.fallbacks.items():
+        for target in [source, *targets]:
+            if target not in names:
+                raise args.error("router.fallbacks", dict(router.fallbacks), f"model names among {names}")
+        if source in targets:
+            raise args.error("router.fallbacks", dict(router.fallbacks), "fallbacks that name other models")
+
+    router_settings: dict[str, Any] = {
+        "routing_strategy": "simple-shuffle",
+        "num_retries": router.num_retries,
+        "timeout": router.request_timeout_seconds,
+        "allowed_fails": router.allowed_fails,
+        "cooldown_time": router.cooldown_seconds,
+    }
+    if router.fallbacks:
+        router_settings["fallbacks"] = [
+            {source: list(targets)} for source, targets in router.fallbacks.items()
+        ]
+    if features.redis:
+        router_settings.update({key.lower(): f"os.environ/{key}" for key in REDIS_ENV})
+    general_settings: dict[str, Any] = {
+        "master_key": f"os.environ/{MASTER_KEY_ENV}",
+        # The config file (infrastructure as code) is the only source of models and their guardrails.
+        "store_model_in_db": False,
+        # /health calls every model (real, billed calls): never in the background.
+        "background_health_checks": False,
+        "store_prompts_in_spend_logs": False,
+    }
+    if features.database:
+        general_settings.update(
+            {
+                "database_connection_pool_limit": 10,
+                "proxy_batch_write_at": 10,
+                "maximum_spend_logs_retention_period": "90d",
+                "allow_requests_on_db_unavailable": False,
+            }
+        )
+    if features.database and features.redis:
+        # Spend updates from every task go through Redis, then one writer: no deadlocks at high request rates.
+        general_settings["use_redis_transaction_buffer"] = True
+    return {
+        "model_list": [{"model_name": m.name, "litellm_params": m.litellm_params()} for m in checked],
+        "router_settings": router_settings,
+        "litellm_settings": {
+            "request_timeout": router.request_timeout_seconds,
+            "drop_params": False,
+            "json_logs": True,
+            "callbacks": ["prometheus"],
+            "require_auth_for_metrics_endpoint": True,
+            "cache": False,
+        },
+        "general_settings": general_settings,
+    }
+
+
+def render_text(config: Mapping[str, Any]) -> str:
+    """The file's text: JSON, which LiteLLM's YAML loader reads, with every string quoted."""
+    return json.dumps(config, indent=1)
+
+
+def referenced_environment(config: Mapping[str, Any]) -> set[str]:
+    """Every environment variable the configuration names (``os.environ/NAME``): each must be set in the
+    container (a typo would silently leave a setting unset)."""
+
+    def walk(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            match = re.fullmatch(r"os\.environ/(.+)", value)
+            if match:
+                yield match.group(1)
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                yield from walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item)
+
+    return set(walk(config))
+
+
+def proxy_environment(config_text: str) -> dict[str, str]:
+    """The container's plain environment for any deployment: the configuration and how the proxy behaves.
+
+    Secrets and connection details (database, Redis) come on top, from the construct."""
+    return {
+        CONFIG_ENV: config_text,
+        # The cost map ships in the image: no fetch from GitHub at start (1.104.0-1.104.6 exit when it fails).
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_MODE": "PRODUCTION",
+        "LITELLM_LOG": "INFO",
+        "DISABLE_ADMIN_UI": "True",
+        "NO_DOCS": "True",
+        "NO_REDOC": "True",
+    }
+
+
+def proxy_command(
+    *, workers: int, port: int = PORT, config_path: str = CONFIG_PATH, migrate_only: bool = False
+) -> str:
+    """The container's shell command: write the configuration from ``$LITELLM_CONFIG_YAML`` to a file and
+    start the proxy on ``port`` (or, with ``migrate_only``, apply the database migrations and exit).
+
+    The master key is ``sk-`` followed by the generated secret (Secrets Manager cannot generate a prefix, and
+    LiteLLM keys start with ``sk-``)."""
+    args = Args("proxy_command")
+    args.integer("workers", workers, minimum=1, maximum=64)
+    args.integer("port", port, minimum=1024, maximum=65535)
+    args.text("config_path", config_path, pattern=r"/[A-Za-z0-9._/-]+", allow_token=False)
+    flags = ["--config", config_path, "--port", str(port), "--num_workers", str(workers)]
+    if migrate_only:
+        flags.append("--skip_server_startup")
+    path = shlex.quote(config_path)
+    return (
+        f'printf %s "${CONFIG_ENV}" > {path} && export {MASTER_KEY_ENV}="{MASTER_KEY_PREFIX}${MASTER_KEY_ENV}" '
+        f"&& exec litellm {shlex.join(flags)}"
+    )

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what tests/gateway and tools/gateway/bench.py run for real, idempotently (CI calls it before make test):
+#   - PostgreSQL from Debian's `postgresql` package (initdb, pg_ctl, psql; the tests start their own cluster);
+#   - the LiteLLM tool venv in tools/gateway/.venv, exactly the release the gateway's image pins, installed with
+#     --require-hashes from tools/gateway/requirements.txt (never into the package's own environment).
+# Reruns do nothing unless requirements.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" > /dev/null; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "tools/gateway/setup.sh: PostgreSQL is missing; run as root or: sudo apt-get install postgresql" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql > /dev/null
+fi
+
+venv=tools/gateway/.venv
+stamp="$venv/.installed-$(sha256sum tools/gateway/requirements.txt | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+    -r tools/gateway/requirements.txt
+  touch "$stamp"
+fi
+"$venv/bin/python" -c "import importlib.metadata as m; print('tools/gateway/setup.sh: litellm', m.version('litellm'), 'ready')"
