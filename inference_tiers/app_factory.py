@@ -9,12 +9,13 @@ from aws_cdk import Stack, Tags
 from constructs import Construct
 
 from inference_tiers.config import AppConfig, parse_config
-from inference_tiers.stacks import bedrock, disaggregated, hyperpod, sagemaker
+from inference_tiers.stacks import bedrock, disaggregated, gateway, hyperpod, sagemaker
 from inference_tiers.tier import Tier
 
 # Every tier this build provides, in TIER_ORDER (each tier module defines TIER).
 TIERS: Mapping[str, Tier] = {
-    tier.spec.name: tier for tier in (bedrock.TIER, sagemaker.TIER, hyperpod.TIER, disaggregated.TIER)
+    tier.spec.name: tier
+    for tier in (bedrock.TIER, sagemaker.TIER, hyperpod.TIER, disaggregated.TIER, gateway.TIER)
 }
 
 

@@ -36,6 +36,7 @@ STACK_NAMES = {
     "sagemaker": ["InferenceTiers-SageMaker"],
     "hyperpod": ["InferenceTiers-HyperPod"],
     "disaggregated": ["InferenceTiers-Disaggregated"],
+    "gateway": ["InferenceTiers-Gateway"],
 }
 
 

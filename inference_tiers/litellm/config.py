@@ -278,6 +278,7 @@ def render_config(
 ) -> dict[str, Any]:
     """The proxy's configuration as a dictionary (see :func:`render_text` for the file)."""
     args = Args("render_config")
+
     def model(name: str, value: Any) -> ModelTarget:
         if not isinstance(value, MODEL_TARGETS):
             raise args.error(name, value, "a BedrockModel, SageMakerModel or OpenAICompatibleModel")

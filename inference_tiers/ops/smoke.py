@@ -28,6 +28,7 @@ STACK_NAMES = {
     "sagemaker": "InferenceTiers-SageMaker",
     "hyperpod": "InferenceTiers-HyperPod",
     "disaggregated": "InferenceTiers-Disaggregated",
+    "gateway": "InferenceTiers-Gateway",
 }
 BENIGN_PROMPT = "In one sentence, what is the capital of France?"
 # A request for weapon-building instructions: the guardrail's content filters must block it.
@@ -416,6 +417,11 @@ def run_smoke(
     if tier == "sagemaker":
         _require(outputs, stack, "EndpointName")
         return smoke_sagemaker(clients, outputs)
+    if tier == "gateway":
+        raise StackError(
+            f"{stack}: the gateway is internal to its VPC and every call needs a key: smoke-test it from inside "
+            "the VPC with `inference-tiers gateway keys` and the calls in docs/gateway.md"
+        )
     if tier == "disaggregated":
         _require(outputs, stack, "RouterEndpoint")
         return smoke_http(outputs["RouterEndpoint"], timeout=timeout)

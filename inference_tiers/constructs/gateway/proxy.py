@@ -1,0 +1,650 @@
+"""LiteLLMGateway: one OpenAI-compatible API in front of every tier, with keys, budgets and an audit trail.
+
+The LiteLLM proxy runs on ECS Fargate (two or more tasks across AZs, private subnets) behind an internal
+Application Load Balancer, with Aurora PostgreSQL (virtual keys, teams, budgets, spend logs) and Valkey (limits
+shared by all tasks). Its configuration is rendered from typed targets (``inference_tiers.litellm.config``) and
+passed in an environment variable; secrets come from Secrets Manager through ECS ``secrets``.
+
+The load balancer has two listeners:
+
+- the API listener (443, from ``client_cidrs``) forwards only the inference and health routes; everything else,
+  ``/metrics`` and the admin API included, gets a fixed 404;
+- the admin listener (8443, from ``admin_cidrs``) forwards the admin API (keys, teams, budgets, spend), still
+  behind the master key, and refuses ``/metrics`` (which LiteLLM also protects with a key).
+
+Migrations run once per new task definition, before the service is updated: a custom resource provisions the
+proxy's database role (RDS Data API) and runs the image with ``--skip_server_startup``; serving tasks run with
+``DISABLE_SCHEMA_UPDATE=true``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from aws_cdk import Annotations, CfnElement, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.validation import Args
+from inference_tiers.constructs.gateway.checkov import skip_check
+from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
+from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
+from inference_tiers.litellm import config as litellm
+from inference_tiers.litellm.database import bootstrap_queries
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "gateway"
+CONTAINER_NAME = "litellm"
+API_PORT, ADMIN_PORT = 443, 8443
+HTTP_API_PORT, HTTP_ADMIN_PORT = 80, 8080
+# The inference and health routes the API listener forwards (LiteLLM serves each with and without /v1).
+API_PATHS = (
+    "/v1/*",
+    "/chat/completions",
+    "/completions",
+    "/embeddings",
+    "/models",
+    "/responses",
+    *litellm.HEALTH_PATHS,
+)
+METRICS_PATHS = ("/metrics", "/metrics/*")
+# 1.84.0 fixes the unauthenticated Host-header bypass CVE-2026-49468.
+MINIMUM_VERSION = (1, 84, 0)
+_PINNED_IMAGE = r"[^\s@]+@sha256:[0-9a-f]{64}"
+
+
+def _image_version(image: str) -> tuple[int, ...] | None:
+    match = re.search(r":v?([0-9]+)\.([0-9]+)\.([0-9]+)[^@]*@", image)
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+class LiteLLMGateway(Construct):
+    """The LiteLLM proxy, its state, its load balancer and least-privilege access to exactly ``models``.
+
+    :param vpc: the VPC (tasks, database and cache go to its private subnets with egress).
+    :param models: the targets to serve (1-50, unique names); the task role may invoke these and nothing else.
+    :param certificate: the ACM certificate of both HTTPS listeners (required unless ``allow_http``).
+    :param allow_http: serve plain HTTP instead (80 and 8080), for a test only; adds a synth warning.
+        Default False.
+    :param domain_name: forward only requests whose Host header is this name (defence in depth against
+        Host-header tricks). Default: any host.
+    :param client_cidrs: who may call the API listener (default: the VPC's CIDR).
+    :param admin_cidrs: who may reach the admin listener (default: the VPC's CIDR).
+    :param router: retries, timeouts and fallbacks (default ``RouterOptions()``).
+    :param image: the LiteLLM image, pinned by digest, at least 1.84.0. Default :data:`LITELLM_IMAGE`.
+    :param desired_count: tasks at start and the autoscaling minimum (2-100, default 2).
+    :param max_count: autoscaling maximum (default 10).
+    :param requests_per_target: scale out above this many requests per task per minute (default 600).
+    :param cpu: task vCPU units (1024-16384, default 4096; LiteLLM recommends 4 vCPU and 8 GB).
+    :param memory_mib: task memory (default 8192).
+    :param workers: proxy worker processes per task (default 4).
+    :param upstream_api_key: the API key sent to OpenAI-compatible targets. Default: a placeholder (for
+        servers without ``--api-key``).
+    :param encryption_key: encrypts logs, secrets, database and cache. Default: a new retained key.
+    :param log_retention: retention of the request log group (default one year).
+    :param database_capacity: (min, max) Aurora capacity units (default (0.5, 8)).
+    :param cache_node_type: Valkey node type (default ``cache.t4g.small``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        models: Sequence[GatewayTarget],
+        certificate: acm.ICertificate | None = None,
+        allow_http: bool = False,
+        domain_name: str | None = None,
+        client_cidrs: Sequence[str] | None = None,
+        admin_cidrs: Sequence[str] | None = None,
+        router: litellm.RouterOptions | None = None,
+        image: str = litellm.LITELLM_IMAGE,
+        desired_count: int = 2,
+        max_count: int = 10,
+        requests_per_target: int = 600,
+        cpu: int = 4096,
+        memory_mib: int = 8192,
+        workers: int = 4,
+        upstream_api_key: secretsmanager.ISecret | None = None,
+        encryption_key: kms.IKey | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        database_capacity: tuple[float, float] = (0.5, 8),
+        cache_node_type: str = "cache.t4g.small",
+    ) -> None:
+        super().__init__(scope, construct_id)
+        args = Args("LiteLLMGateway")
+        args.implements("vpc", vpc, ec2.IVpc)  # type: ignore[type-abstract]
+
+        def target(name: str, value: object) -> GatewayTarget:
+            if not isinstance(value, GATEWAY_TARGETS):
+                raise args.error(name, value, "a BedrockTarget, SageMakerTarget or OpenAICompatibleTarget")
+            return value
+
+        self._certificate = certificate
+        self.models = args.sequence("models", models, target, min_items=1, max_items=50)
+        args.boolean("allow_http", allow_http)
+        if certificate is None and not allow_http:
+            raise args.error(
+                "certificate",
+                None,
+                "an acm.ICertificate for the HTTPS listeners (or allow_http=True for a test)",
+            )
+        if certificate is not None:
+            if allow_http:
+                raise args.error("allow_http", True, "False when a certificate is given (HTTPS is used)")
+            args.implements("certificate", certificate, acm.ICertificate)  # type: ignore[type-abstract]
+        if domain_name is not None:
+            args.text("domain_name", domain_name, pattern=r"([a-z0-9-]{1,63}\.)+[a-z]{2,63}", max_length=253)
+        cidr = (
+            r"(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}"
+            r"/([89]|[12][0-9]|3[0-2])"
+        )
+        cidr_text = "an IPv4 CIDR block from /8 to /32 such as 10.0.0.0/16"
+        clients = args.sequence(
+            "client_cidrs",
+            [vpc.vpc_cidr_block] if client_cidrs is None else client_cidrs,
+            lambda n, v: args.text(n, v, pattern=cidr, description=cidr_text),
+            min_items=1,
+            max_items=20,
+        )
+        admins = args.sequence(
+            "admin_cidrs",
+            [vpc.vpc_cidr_block] if admin_cidrs is None else admin_cidrs,
+            lambda n, v: args.text(n, v, pattern=cidr, description=cidr_text),
+            min_items=1,
+            max_items=20,
+        )
+        self.router = args.instance("router", router or litellm.RouterOptions(), litellm.RouterOptions)
+        args.text(
+            "image",
+            image,
+            pattern=_PINNED_IMAGE,
+            allow_token=False,
+            description="an image pinned by digest (<repository>:<tag>@sha256:<64 hex>)",
+        )
+        version = _image_version(image)
+        if version is not None and version < MINIMUM_VERSION:
+            raise args.error(
+                "image", image, "LiteLLM 1.84.0 or later (CVE-2026-49468: unauthenticated auth bypass)"
+            )
+        args.integer("desired_count", desired_count, minimum=2, maximum=100)
+        args.integer("max_count", max_count, minimum=desired_count, maximum=100)
+        args.integer("requests_per_target", requests_per_target, minimum=1, maximum=100_000)
+        args.one_of("cpu", cpu, (1024, 2048, 4096, 8192, 16384))
+        args.integer("memory_mib", memory_mib, minimum=cpu * 2, maximum=cpu * 8)
+        args.integer("workers", workers, minimum=1, maximum=max(1, cpu // 512))
+        if upstream_api_key is not None:
+            args.implements("upstream_api_key", upstream_api_key, secretsmanager.ISecret)  # type: ignore[type-abstract]
+        if encryption_key is not None:
+            args.implements("encryption_key", encryption_key, kms.IKey)  # type: ignore[type-abstract]
+        args.instance("log_retention", log_retention, logs.RetentionDays)
+        capacity = args.sequence(
+            "database_capacity",
+            list(database_capacity) if isinstance(database_capacity, tuple) else database_capacity,
+            lambda n, v: args.number(n, v, minimum=0.5, maximum=256),
+            min_items=2,
+            max_items=2,
+        )
+        # The render checks names and fallbacks; do it before creating anything.
+        self.config = litellm.render_config(
+            [m.render(self) for m in self.models], router=self.router, features=litellm.ProxyFeatures()
+        )
+        self.config_text = litellm.render_text(self.config)
+
+        stack = Stack.of(self)
+        self.encryption_key = encryption_key or retained_key(
+            self, "Key", "Encrypts the LiteLLM gateway's logs, secrets, database and cache"
+        )
+        # --- state ------------------------------------------------------------------------------------------
+        self.database = GatewayDatabase(
+            self,
+            "Database",
+            vpc=vpc,
+            encryption_key=self.encryption_key,
+            min_capacity=capacity[0],
+            max_capacity=capacity[1],
+        )
+        self.cache = GatewayCache(
+            self, "Cache", vpc=vpc, encryption_key=self.encryption_key, node_type=cache_node_type
+        )
+        self.master_key_secret = self._generated_secret("MasterKey", "LiteLLM master key (prefixed with sk-)")
+        self.salt_key_secret = self._generated_secret(
+            "SaltKey", "LiteLLM salt key: encrypts credentials stored in the database; never change it"
+        )
+
+        # --- audit log: every request the proxy serves, KMS-encrypted and retained ------------------------------
+        allow_log_encryption(self.encryption_key, self, "*")
+        self.log_group = logs.LogGroup(
+            self,
+            "RequestLogs",
+            encryption_key=self.encryption_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        # --- compute ---------------------------------------------------------------------------------------------
+        self.cluster = ecs.Cluster(
+            self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENHANCED
+        )
+        self.task_role = iam.Role(
+            self,
+            "TaskRole",
+            assumed_by=iam.ServicePrincipal(
+                "ecs-tasks.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": stack.format_arn(service="ecs", resource="*")},
+                },
+            ),
+            description="LiteLLM gateway tasks: invoke exactly the configured models",
+        )
+        self.task_definition = ecs.FargateTaskDefinition(
+            self,
+            "TaskDefinition",
+            cpu=cpu,
+            memory_limit_mib=memory_mib,
+            task_role=self.task_role,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.X86_64,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+        )
+        for index, model in enumerate(self.models):
+            model.grant(self, f"Invoke{index}", self.task_role)
+        self.container = self._container(image, workers, upstream_api_key)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "ServiceSecurityGroup",
+            vpc=vpc,
+            description="LiteLLM gateway tasks",
+            allow_all_outbound=True,
+        )
+        self.database.connections.allow_default_port_from(self.security_group, "LiteLLM gateway tasks")
+        self.cache.connections.allow_default_port_from(self.security_group, "LiteLLM gateway tasks")
+        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        self.service = ecs.FargateService(
+            self,
+            "Service",
+            cluster=self.cluster,
+            task_definition=self.task_definition,
+            desired_count=desired_count,
+            min_healthy_percent=100,
+            max_healthy_percent=200,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+            health_check_grace_period=Duration.seconds(180),
+            vpc_subnets=private,
+            security_groups=[self.security_group],
+            assign_public_ip=False,
+            enable_execute_command=False,
+            availability_zone_rebalancing=ecs.AvailabilityZoneRebalancing.ENABLED,
+        )
+
+        # --- load balancer -------------------------------------------------------------------------------------
+        self.load_balancer, self.target_group = self._load_balancer(
+            vpc, certificate, domain_name, clients, admins, private
+        )
+        scaling = self.service.auto_scale_task_count(min_capacity=desired_count, max_capacity=max_count)
+        scaling.scale_on_request_count(
+            "RequestsPerTask", requests_per_target=requests_per_target, target_group=self.target_group
+        )
+        self.migration = self._migration(private, workers)
+        self.service.node.add_dependency(self.migration)
+
+    # --- public API --------------------------------------------------------------------------------------------
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The load balancer's: allow a client to reach the API with ``gateway.connections.allow_from(...)``."""
+        return self.load_balancer.connections
+
+    @property
+    def url(self) -> str:
+        scheme, port = ("https", API_PORT) if self._https else ("http", HTTP_API_PORT)
+        return f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{port}"
+
+    @property
+    def admin_url(self) -> str:
+        scheme, port = ("https", ADMIN_PORT) if self._https else ("http", HTTP_ADMIN_PORT)
+        return f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{port}"
+
+    def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read the master key (``inference-tiers gateway keys`` needs it)."""
+        return self.master_key_secret.grant_read(grantee)
+
+    # --- parts ---------------------------------------------------------------------------------------------------
+
+    def _generated_secret(self, construct_id: str, description: str) -> secretsmanager.Secret:
+        secret = secretsmanager.Secret(
+            self,
+            construct_id,
+            description=description,
+            encryption_key=self.encryption_key,
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=48, exclude_punctuation=True
+            ),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            secret,
+            "AwsSolutions-SMG4",
+            "LiteLLM reads its master and salt keys once at start, and the salt key must never change (it "
+            "encrypts credentials stored in the database): these keys are rotated by hand (docs/gateway.md)",
+        )
+        return secret
+
+    def _container(
+        self, image: str, workers: int, upstream_api_key: secretsmanager.ISecret | None
+    ) -> ecs.ContainerDefinition:
+        environment = {
+            **litellm.proxy_environment(self.config_text),
+            "DISABLE_SCHEMA_UPDATE": "true",
+            "USE_V2_MIGRATION_RESOLVER": "true",
+            "DATABASE_HOST": self.database.host,
+            "DATABASE_NAME": self.database.database_name,
+            "DATABASE_USERNAME": self.database.username,
+            "REDIS_HOST": self.cache.host,
+            "REDIS_PORT": self.cache.port,
+            "REDIS_SSL": "True",
+        }
+        secrets = {
+            litellm.MASTER_KEY_ENV: ecs.Secret.from_secrets_manager(self.master_key_secret),
+            litellm.SALT_KEY_ENV: ecs.Secret.from_secrets_manager(self.salt_key_secret),
+            "DATABASE_PASSWORD": ecs.Secret.from_secrets_manager(self.database.app_secret, "password"),
+            "REDIS_PASSWORD": ecs.Secret.from_secrets_manager(self.cache.auth_secret),
+        }
+        upstream_env = {
+            m.render(self).litellm_params().get("api_key", "").removeprefix("os.environ/")
+            for m in self.models
+        } - {""}
+        for name in sorted(upstream_env):
+            if upstream_api_key is not None:
+                secrets[name] = ecs.Secret.from_secrets_manager(upstream_api_key)
+            else:
+                environment[name] = "no-key"
+        acknowledge(
+            self.task_definition,
+            "AwsSolutions-ECS2",
+            "The environment holds the rendered config and connection settings only; the master, salt, "
+            "database and Valkey credentials are injected from Secrets Manager through ECS secrets",
+        )
+        missing = litellm.referenced_environment(self.config) - set(environment) - set(secrets)
+        assert not missing, f"the rendered config names unset variables: {sorted(missing)}"
+        health = "import urllib.request as u; u.urlopen('http://127.0.0.1:%d/health/liveliness', timeout=4)"
+        return self.task_definition.add_container(
+            CONTAINER_NAME,
+            image=ecs.ContainerImage.from_registry(image),
+            entry_point=["/bin/sh", "-c"],
+            command=[litellm.proxy_command(workers=workers)],
+            environment=environment,
+            secrets=secrets,
+            port_mappings=[ecs.PortMapping(container_port=litellm.PORT)],
+            logging=ecs.LogDriver.aws_logs(stream_prefix="proxy", log_group=self.log_group),
+            # The image has no curl: its own python checks liveness (never /health, which calls every model).
+            health_check=ecs.HealthCheck(
+                command=["CMD-SHELL", f'python3 -c "{health % litellm.PORT}" || exit 1'],
+                interval=Duration.seconds(30),
+                timeout=Duration.seconds(5),
+                retries=3,
+                start_period=Duration.seconds(120),
+            ),
+            stop_timeout=Duration.seconds(120),
+            readonly_root_filesystem=False,
+        )
+
+    @property
+    def _https(self) -> bool:
+        return self._certificate is not None
+
+    def _load_balancer(
+        self,
+        vpc: ec2.IVpc,
+        certificate: acm.ICertificate | None,
+        domain_name: str | None,
+        clients: Sequence[str],
+        admins: Sequence[str],
+        private: ec2.SubnetSelection,
+    ) -> tuple[elbv2.ApplicationLoadBalancer, elbv2.ApplicationTargetGroup]:
+        api_port, admin_port = (API_PORT, ADMIN_PORT) if certificate else (HTTP_API_PORT, HTTP_ADMIN_PORT)
+        security_group = ec2.SecurityGroup(
+            self,
+            "LoadBalancerSecurityGroup",
+            vpc=vpc,
+            description="LiteLLM gateway load balancer",
+            allow_all_outbound=False,
+        )
+        for cidr in clients:
+            security_group.add_ingress_rule(
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(api_port), "gateway API clients"
+            )
+        for cidr in admins:
+            security_group.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(admin_port), "gateway admins")
+        acknowledge(
+            security_group,
+            "AwsSolutions-EC23",
+            "Internal load balancer: ingress only on the API and admin ports from client_cidrs/admin_cidrs "
+            "(default the VPC's own CIDR, a deploy-time value), each checked to be /8 or narrower",
+        )
+        load_balancer = elbv2.ApplicationLoadBalancer(
+            self,
+            "LoadBalancer",
+            vpc=vpc,
+            vpc_subnets=private,
+            internet_facing=False,
+            security_group=security_group,
+            drop_invalid_header_fields=True,
+            # Longer than the proxy's own timeout, so a slow completion ends in LiteLLM's error, not a 504.
+            idle_timeout=Duration.seconds(min(4000, self.router.request_timeout_seconds + 60)),
+        )
+        # Access logs need the Region's ELB account at synth time, which an environment-agnostic stack lacks;
+        # every request is logged by the proxy itself (request log group) and its spend log.
+        acknowledge(
+            load_balancer,
+            "AwsSolutions-ELB2",
+            "Environment-agnostic stack: ELB access logging needs the Region's ELB account at synth time; the "
+            "proxy logs every request to its KMS-encrypted request log group and to the spend log in Postgres",
+        )
+        skip_check(
+            load_balancer,
+            "CKV_AWS_91",
+            "Environment-agnostic stack (no Region at synth time for the ELB log-delivery account); requests "
+            "are logged by the proxy to its KMS-encrypted log group",
+        )
+        target_group = elbv2.ApplicationTargetGroup(
+            self,
+            "Targets",
+            vpc=vpc,
+            port=litellm.PORT,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            target_type=elbv2.TargetType.IP,
+            targets=[self.service],
+            deregistration_delay=Duration.seconds(120),
+            health_check=elbv2.HealthCheck(
+                path="/health/readiness", interval=Duration.seconds(15), healthy_threshold_count=2
+            ),
+        )
+        protocol = elbv2.ApplicationProtocol.HTTPS if certificate else elbv2.ApplicationProtocol.HTTP
+        certificates = (
+            [elbv2.ListenerCertificate.from_certificate_manager(certificate)] if certificate else None
+        )
+        ssl_policy = elbv2.SslPolicy.RECOMMENDED_TLS if certificate else None
+        api = load_balancer.add_listener(
+            "Api",
+            port=api_port,
+            protocol=protocol,
+            open=False,
+            default_action=elbv2.ListenerAction.fixed_response(404, message_body="not found"),
+            certificates=certificates,
+            ssl_policy=ssl_policy,
+        )
+        host = [elbv2.ListenerCondition.host_headers([domain_name])] if domain_name else []
+        per_rule = 4 if host else 5  # at most five condition values per rule
+        for index in range(0, len(API_PATHS), per_rule):
+            api.add_action(
+                f"Inference{index // per_rule}",
+                priority=10 + index,
+                conditions=[
+                    *host,
+                    elbv2.ListenerCondition.path_patterns(list(API_PATHS[index : index + per_rule])),
+                ],
+                action=elbv2.ListenerAction.forward([target_group]),
+            )
+        admin = load_balancer.add_listener(
+            "Admin",
+            port=admin_port,
+            protocol=protocol,
+            open=False,
+            default_action=elbv2.ListenerAction.forward([target_group]),
+            certificates=certificates,
+            ssl_policy=ssl_policy,
+        )
+        admin.add_action(
+            "NoMetrics",
+            priority=1,
+            conditions=[elbv2.ListenerCondition.path_patterns(list(METRICS_PATHS))],
+            action=elbv2.ListenerAction.fixed_response(403, message_body="forbidden"),
+        )
+        if not certificate:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:gateway-plain-http",
+                "LiteLLMGateway serves PLAIN HTTP (allow_http=True): API keys and prompts cross the VPC "
+                "unencrypted. For a test only; pass an ACM certificate for anything else.",
+            )
+        return load_balancer, target_group
+
+    def _migration(self, private: ec2.SubnetSelection, workers: int) -> CustomResource:
+        log_group = logs.LogGroup(
+            self,
+            "MigrationLogs",
+            encryption_key=self.encryption_key,
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        handler = lambda_.Function(
+            self,
+            "MigrationHandler",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.on_event",
+            code=lambda_.Code.from_asset(str(ASSETS / "migrate")),
+            timeout=Duration.minutes(14),
+            memory_size=256,
+            log_group=log_group,
+            reserved_concurrent_executions=1,
+            description="Provisions the gateway's database role and runs LiteLLM's migrations once per deploy",
+        )
+        database = self.database
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["rds-data:ExecuteStatement"], resources=[database.cluster.cluster_arn]
+            )
+        )
+        database.master_secret.grant_read(handler)
+        database.app_secret.grant_read(handler)
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RunTask"],
+                resources=[self.task_definition.task_definition_arn],
+                conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+            )
+        )
+        tasks = Stack.of(self).format_arn(
+            service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
+        )
+        handler.add_to_role_policy(iam.PolicyStatement(actions=["ecs:DescribeTasks"], resources=[tasks]))
+        roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
+        handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=roles,
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            )
+        )
+        provider = cr.Provider(self, "MigrationProvider", on_event_handler=handler, log_group=log_group)
+        self._acknowledge_migration(handler, provider)
+        for function in (handler, provider.node.find_child("framework-onEvent")):
+            skip_check(
+                function,
+                "CKV_AWS_117",
+                "Calls only AWS APIs (RDS Data API, ECS, Secrets Manager, Lambda): no VPC resource to reach",
+            )
+            skip_check(
+                function,
+                "CKV_AWS_116",
+                "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
+            )
+            skip_check(
+                function,
+                "CKV_AWS_173",
+                "Its environment holds no secret (at most the user handler's ARN); secrets are read at run time from Secrets Manager",
+            )
+            skip_check(
+                function,
+                "CKV_AWS_272",
+                "A deployment-time custom resource whose code ships as a CDK asset in the stack's own bucket; code signing is not configured for CDK assets",
+            )
+        framework = provider.node.find_child("framework-onEvent")
+        skip_check(
+            framework,
+            "CKV_AWS_115",
+            "aws-cdk's Provider framework function (custom-resources) has no concurrency setting; CloudFormation calls it once per resource event",
+        )
+        return CustomResource(
+            self,
+            "Migration",
+            service_token=provider.service_token,
+            resource_type="Custom::LiteLLMMigration",
+            properties={
+                "ClusterArn": self.cluster.cluster_arn,
+                "TaskDefinitionArn": self.task_definition.task_definition_arn,
+                "ContainerName": CONTAINER_NAME,
+                "MigrateCommand": litellm.proxy_command(workers=workers, migrate_only=True),
+                "Subnets": self.cluster.vpc.select_subnets(subnet_type=private.subnet_type).subnet_ids,
+                "SecurityGroups": [self.security_group.security_group_id],
+                "DatabaseClusterArn": database.cluster.cluster_arn,
+                "Database": database.database_name,
+                "MasterSecretArn": database.master_secret.secret_arn,
+                "AppSecretArn": database.app_secret.secret_arn,
+                "Queries": bootstrap_queries(
+                    username=database.username,
+                    database=database.database_name,
+                    password_placeholder=":password",
+                ),
+            },
+        )
+
+    def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
+        basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
+        acknowledge(
+            handler, basic, "The migration function uses the basic execution role only to write its logs"
+        )
+        acknowledge(provider, basic, "The aws-cdk Provider framework function uses it only to write its logs")
+        acknowledge(
+            handler,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{Stack.of(self).get_logical_id(_cfn(self.cluster))}>/*]",
+            "DescribeTasks needs the migration task's ARN, known only after RunTask: any task of this "
+            "gateway's own cluster, read-only",
+        )
+        handler_id = Stack.of(self).get_logical_id(_cfn(handler))
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
+            "The Provider framework invokes any version of the migration function, and only that function",
+        )
+
+
+def _cfn(construct: Construct) -> CfnElement:
+    resource = construct.node.default_child
+    assert isinstance(resource, CfnElement), f"{construct.node.path} has no CloudFormation resource"
+    return resource

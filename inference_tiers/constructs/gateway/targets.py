@@ -1,0 +1,168 @@
+"""The models a gateway fronts, as CDK props: each renders its LiteLLM entry and knows what IAM it needs.
+
+- :class:`BedrockTarget`: a tier-1 model source (``ModelSource``) and the guardrail every call must carry;
+  the task role gets ``ModelInvokeAccess`` with that guardrail enforced (Allow with, Deny without).
+- :class:`SageMakerTarget`: one SageMaker endpoint (tier 2, or a HyperPod model registered as one); the task
+  role may invoke exactly that endpoint.
+- :class:`OpenAICompatibleTarget`: a server by URL (vLLM on EKS, tiers 3-4); no IAM, network only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from inference_tiers.constructs.bedrock.guardrail import IGuardrail
+from inference_tiers.constructs.bedrock.model_access import (
+    ApplicationProfile,
+    CrossRegionProfile,
+    FoundationModel,
+    Geography,
+    ModelInvokeAccess,
+    ModelSource,
+)
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.validation import Args, is_token
+from inference_tiers.litellm.config import (
+    MODEL_NAME_PATTERN,
+    BedrockModel,
+    GuardrailConfig,
+    ModelTarget,
+    OpenAICompatibleModel,
+    SageMakerModel,
+)
+
+
+class IVersionedGuardrail(IGuardrail, Protocol):
+    """A guardrail with the numbered version callers pass (``Guardrail`` and ``ImportedGuardrail`` both are)."""
+
+    @property
+    def guardrail_version(self) -> str: ...
+
+
+def _name(args: Args, value: Any) -> str:
+    return args.text("name", value, pattern=MODEL_NAME_PATTERN, allow_token=False)
+
+
+@dataclass(frozen=True)
+class BedrockTarget:
+    """A Bedrock model the gateway serves as ``name``, only ever with ``guardrail``.
+
+    :param model: a ``FoundationModel``, ``CrossRegionProfile`` or ``ApplicationProfile`` (tier 1's
+        ``ApplicationInferenceProfile.model_source``).
+    :param guardrail: the guardrail sent on every call and required by the task role's policy.
+    :param base_model_id: the model id LiteLLM prices calls by. Default: the profile or model id (for an
+        application profile, the id of the model or system profile it copies).
+    """
+
+    name: str
+    model: ModelSource
+    guardrail: IVersionedGuardrail
+    base_model_id: str | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("BedrockTarget")
+        _name(args, self.name)
+        args.instance(
+            "model",
+            self.model,
+            FoundationModel | CrossRegionProfile | ApplicationProfile,  # type: ignore[arg-type]
+            "a FoundationModel, CrossRegionProfile or ApplicationProfile",
+        )
+        args.implements("guardrail", self.guardrail, IVersionedGuardrail)  # type: ignore[type-abstract]
+        if self.base_model_id is not None:
+            args.text("base_model_id", self.base_model_id, allow_token=False)
+
+    def render(self, scope: Construct) -> ModelTarget:
+        base = self.base_model_id
+        if base is None and isinstance(self.model, ApplicationProfile):
+            base = self.model.source.invoke_id(scope)
+        return BedrockModel(
+            name=self.name,
+            model_id=self.model.invoke_id(scope),
+            base_model_id=base,
+            guardrail=GuardrailConfig(self.guardrail.guardrail_arn, self.guardrail.guardrail_version),
+            region=Stack.of(scope).region,
+        )
+
+    def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        ModelInvokeAccess(scope, construct_id, grantee=grantee, model=self.model, guardrail=self.guardrail)
+        system = self.model.source if isinstance(self.model, ApplicationProfile) else self.model
+        if isinstance(system, CrossRegionProfile) and system.geography is not Geography.GLOBAL:
+            acknowledge(
+                grantee if isinstance(grantee, Construct) else scope,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{system.model_id}]",
+                f"The {system.profile_id} cross-Region profile serves from the model in any Region of its "
+                "geography; the grant names one model, pinned by bedrock:InferenceProfileArn and the guardrail",
+            )
+
+
+@dataclass(frozen=True)
+class SageMakerTarget:
+    """A SageMaker endpoint in the gateway's account and Region, served as ``name``.
+
+    :param endpoint_name: the endpoint (tier 2's ``SageMakerLlmEndpoint.endpoint_name``; a token is accepted).
+    :param inference_component: route to this inference component. Default: none (single-model endpoint).
+    :param served_model: the model name the container expects. Default: the container's own.
+    """
+
+    name: str
+    endpoint_name: str
+    inference_component: str | None = None
+    served_model: str | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("SageMakerTarget")
+        _name(args, self.name)
+        # SageMakerModel checks the rest when rendered; check here too, so the error names this class.
+        SageMakerModel(
+            self.name, self.endpoint_name, "us-east-1", self.inference_component, self.served_model
+        )
+
+    def render(self, scope: Construct) -> ModelTarget:
+        return SageMakerModel(
+            self.name, self.endpoint_name, Stack.of(scope).region, self.inference_component, self.served_model
+        )
+
+    def endpoint_arn(self, scope: Construct) -> str:
+        # SageMaker lower-cases endpoint names in ARNs.
+        name = self.endpoint_name if is_token(self.endpoint_name) else self.endpoint_name.lower()
+        return Stack.of(scope).format_arn(service="sagemaker", resource="endpoint", resource_name=name)
+
+    def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        # InvokeEndpointWithResponseStream is authorized by sagemaker:InvokeEndpoint (API reference).
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sagemaker:InvokeEndpoint"], resource_arns=[self.endpoint_arn(scope)]
+        )
+
+
+@dataclass(frozen=True)
+class OpenAICompatibleTarget:
+    """An OpenAI-compatible server reachable from the gateway's subnets (vllm-router on EKS, tier 4).
+
+    :param base_url: its ``/v1`` base URL, such as ``http://router.internal:30000/v1``.
+    :param served_model: the model it serves.
+    """
+
+    name: str
+    base_url: str
+    served_model: str
+
+    def __post_init__(self) -> None:
+        args = Args("OpenAICompatibleTarget")
+        _name(args, self.name)
+        OpenAICompatibleModel(self.name, self.base_url, self.served_model)
+
+    def render(self, scope: Construct) -> ModelTarget:
+        return OpenAICompatibleModel(self.name, self.base_url, self.served_model)
+
+    def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        """Nothing to grant: the server is reached over the network with the upstream API key."""
+
+
+GatewayTarget = BedrockTarget | SageMakerTarget | OpenAICompatibleTarget
+GATEWAY_TARGETS = (BedrockTarget, SageMakerTarget, OpenAICompatibleTarget)
