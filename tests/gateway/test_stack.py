@@ -152,7 +152,7 @@ def test_the_task_role_may_do_nothing_but_its_models(template: Template) -> None
 def test_the_load_balancer_is_internal_https_and_forwards_only_api_routes(template: Template) -> None:
     assert only(template, "AWS::ElasticLoadBalancingV2::LoadBalancer")["Scheme"] == "internal"
     listeners = resources(template, "AWS::ElasticLoadBalancingV2::Listener")
-    by_port = {l["Properties"]["Port"]: l["Properties"] for l in listeners.values()}
+    by_port = {x["Properties"]["Port"]: x["Properties"] for x in listeners.values()}
     assert set(by_port) == {443, 8443}
     for listener in by_port.values():
         assert listener["Protocol"] == "HTTPS"
@@ -264,8 +264,8 @@ def test_plain_http_only_when_asked_and_then_loudly() -> None:
     build = build_tier("gateway", **{"gateway.allow_http": "true"})
     stack = next(s for s in build.stacks if s.stack_name == STACK)
     ports = {
-        l["Properties"]["Port"]: l["Properties"]["Protocol"]
-        for l in Template.from_stack(stack).find_resources("AWS::ElasticLoadBalancingV2::Listener").values()
+        x["Properties"]["Port"]: x["Properties"]["Protocol"]
+        for x in Template.from_stack(stack).find_resources("AWS::ElasticLoadBalancingV2::Listener").values()
     }
     assert ports == {80: "HTTP", 8080: "HTTP"}
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("PLAIN HTTP"))
