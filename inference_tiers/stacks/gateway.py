@@ -46,6 +46,7 @@ from inference_tiers.constructs.bedrock.model_access import (
     CrossRegionProfile,
     Geography,
     ModelSource,
+    has_geography_prefix,
 )
 from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
@@ -71,6 +72,7 @@ _GUARDRAIL_ARN = r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrai
 _KMS_KEY_ARN = r"arn:aws(-[a-z-]+)?:kms:[a-z0-9-]{1,20}:[0-9]{12}:key/[a-f0-9-]{36}"
 _CERT_ARN = r"arn:aws(-[a-z-]+)?:acm:[a-z0-9-]{1,20}:[0-9]{12}:certificate/[a-f0-9-]{36}"
 _AIP_ARN = r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:application-inference-profile/[a-z0-9]+"
+_CPU_UNITS = (1024, 2048, 4096, 8192, 16384)
 _NAME = text(MODEL_NAME_PATTERN, description="a model name such as nova-lite")
 _URL = text(r"https?://[^\s/?#]+(/[^\s?#]*)?", description="an http(s) URL such as http://10.1.0.5:30000/v1")
 
@@ -172,6 +174,20 @@ class GatewaySettings:
         if self.allow_http and self.certificate_arn is not None:
             raise ConfigError(
                 "gateway.allow_http", True, "false when gateway.certificate_arn is set (HTTPS is then used)"
+            )
+        if has_geography_prefix(self.bedrock_model_id):
+            raise ConfigError(
+                "gateway.bedrock_model_id",
+                self.bedrock_model_id,
+                "a foundation-model id without the geography prefix (set gateway.bedrock_inference_profile)",
+            )
+        if self.cpu not in _CPU_UNITS:
+            raise ConfigError("gateway.cpu", self.cpu, "one of " + ", ".join(map(str, _CPU_UNITS)))
+        if not 2 * self.cpu <= self.memory_mib <= 8 * self.cpu:
+            raise ConfigError(
+                "gateway.memory_mib",
+                self.memory_mib,
+                f"2 to 8 MiB per CPU unit ({2 * self.cpu} to {8 * self.cpu})",
             )
         given = [self.guardrail_arn, self.guardrail_version]
         if any(given) and not all(given):

@@ -1,0 +1,321 @@
+"""Construct API strictness: every misuse is an ArgumentError naming the class and parameter; deploy-time
+values (tokens) are accepted where they make sense and reach the template unparsed."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk.assertions import Template
+
+from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, ImportedGuardrail
+from inference_tiers.constructs.common.validation import ArgumentError
+from inference_tiers.constructs.gateway import (
+    BedrockTarget,
+    GatewayCache,
+    GatewayDatabase,
+    GatewayMonitoring,
+    LiteLLMGateway,
+    OpenAICompatibleTarget,
+    SageMakerTarget,
+)
+from inference_tiers.litellm.config import (
+    BedrockModel,
+    GuardrailConfig,
+    OpenAICompatibleModel,
+    RouterOptions,
+    SageMakerModel,
+    proxy_command,
+    render_config,
+)
+from inference_tiers.litellm.database import bootstrap_queries
+
+GUARDRAIL = ImportedGuardrail(
+    guardrail_arn="arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", guardrail_version="2"
+)
+PROFILE = CrossRegionProfile(model_id="amazon.nova-2-lite-v1:0", geography=Geography.US)
+CONFIG = GuardrailConfig("arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", "2")
+URL = "http://10.1.0.5:30000/v1"
+
+
+def bedrock() -> BedrockTarget:
+    return BedrockTarget("nova", PROFILE, GUARDRAIL)
+
+
+def make_stack(tmp_path: Any) -> tuple[cdk.Stack, ec2.Vpc]:
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Test")
+    return stack, ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+
+
+def certificate(stack: cdk.Stack) -> acm.ICertificate:
+    return acm.Certificate.from_certificate_arn(
+        stack, "Cert", "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
+    )
+
+
+def expect(owner: str, param: str, call: Any) -> None:
+    with pytest.raises(ArgumentError, match=rf"^{owner}: parameter '{re.escape(param)}"):
+        call()
+
+
+# --- props classes and pure functions: (owner, parameter, call) --------------------------------------------------
+PURE_MISUSE = [
+    ("GuardrailConfig", "guardrail_arn", lambda: GuardrailConfig("gr-123", "1")),
+    ("GuardrailConfig", "version", lambda: GuardrailConfig(CONFIG.guardrail_arn, "DRAFT")),
+    ("GuardrailConfig", "version", lambda: GuardrailConfig(CONFIG.guardrail_arn, 1)),
+    ("GuardrailConfig", "guardrail_arn", lambda: GuardrailConfig(None, "1")),
+    ("GuardrailConfig", "version", lambda: GuardrailConfig(CONFIG.guardrail_arn, "0")),
+    (
+        "BedrockModel",
+        "name",
+        lambda: BedrockModel("has space", "us.amazon.nova-2-lite-v1:0", CONFIG, "us-east-1"),
+    ),
+    ("BedrockModel", "model_id", lambda: BedrockModel("m", "", CONFIG, "us-east-1")),
+    ("BedrockModel", "guardrail", lambda: BedrockModel("m", "us.a.b", "arn:guardrail", "us-east-1")),
+    ("BedrockModel", "region", lambda: BedrockModel("m", "us.a.b", CONFIG, "useast1")),
+    (
+        "BedrockModel",
+        "base_model_id",
+        lambda: BedrockModel(
+            "m",
+            "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/x1",
+            CONFIG,
+            "us-east-1",
+        ),
+    ),
+    (
+        "BedrockModel",
+        "runtime_endpoint",
+        lambda: BedrockModel("m", "us.a.b", CONFIG, "us-east-1", None, "ftp://x"),
+    ),
+    ("SageMakerModel", "endpoint_name", lambda: SageMakerModel("m", "bad_name", "us-east-1")),
+    ("SageMakerModel", "region", lambda: SageMakerModel("m", "ep", "")),
+    ("SageMakerModel", "inference_component", lambda: SageMakerModel("m", "ep", "us-east-1", "ic/1")),
+    ("SageMakerModel", "name", lambda: SageMakerModel("", "ep", "us-east-1")),
+    (
+        "SageMakerModel",
+        "runtime_url",
+        lambda: SageMakerModel("m", "ep", "us-east-1", None, None, "localhost"),
+    ),
+    ("OpenAICompatibleModel", "base_url", lambda: OpenAICompatibleModel("m", "10.0.0.1:8000", "llama")),
+    ("OpenAICompatibleModel", "served_model", lambda: OpenAICompatibleModel("m", URL, "")),
+    ("OpenAICompatibleModel", "api_key_env", lambda: OpenAICompatibleModel("m", URL, "llama", "lower")),
+    ("OpenAICompatibleModel", "name", lambda: OpenAICompatibleModel(["m"], URL, "llama")),
+    ("OpenAICompatibleModel", "served_model", lambda: OpenAICompatibleModel("m", URL, 7)),
+    ("RouterOptions", "request_timeout_seconds", lambda: RouterOptions(request_timeout_seconds=0)),
+    ("RouterOptions", "request_timeout_seconds", lambda: RouterOptions(request_timeout_seconds="600")),
+    ("RouterOptions", "num_retries", lambda: RouterOptions(num_retries=-1)),
+    ("RouterOptions", "fallbacks", lambda: RouterOptions(fallbacks={"a": "b"})),
+    ("RouterOptions", "cooldown_seconds", lambda: RouterOptions(cooldown_seconds=True)),
+    ("render_config", "models", lambda: render_config([])),
+    ("render_config", "models", lambda: render_config(OpenAICompatibleModel("m", URL, "x"))),
+    ("render_config", "models[0]", lambda: render_config(["nova"])),
+    (
+        "render_config",
+        "models[1].name",
+        lambda: render_config([OpenAICompatibleModel("m", URL, "x"), OpenAICompatibleModel("m", URL, "y")]),
+    ),
+    (
+        "render_config",
+        "router.fallbacks",
+        lambda: render_config(
+            [OpenAICompatibleModel("m", URL, "x")], router=RouterOptions(fallbacks={"m": ["z"]})
+        ),
+    ),
+    (
+        "render_config",
+        "router.fallbacks",
+        lambda: render_config(
+            [OpenAICompatibleModel("m", URL, "x")], router=RouterOptions(fallbacks={"m": ["m"]})
+        ),
+    ),
+    ("proxy_command", "workers", lambda: proxy_command(workers=0)),
+    ("proxy_command", "port", lambda: proxy_command(workers=1, port=80)),
+    ("proxy_command", "config_path", lambda: proxy_command(workers=1, config_path="relative.yaml")),
+    (
+        "bootstrap_queries",
+        "username",
+        lambda: bootstrap_queries(username="Li-te", database="x", password_placeholder=":password"),
+    ),
+    (
+        "bootstrap_queries",
+        "database",
+        lambda: bootstrap_queries(username="x", database="1db", password_placeholder=":password"),
+    ),
+    (
+        "bootstrap_queries",
+        "password_placeholder",
+        lambda: bootstrap_queries(username="x", database="y", password_placeholder="'pw'"),
+    ),
+    ("BedrockTarget", "name", lambda: BedrockTarget("", PROFILE, GUARDRAIL)),
+    ("BedrockTarget", "model", lambda: BedrockTarget("n", "us.amazon.nova-2-lite-v1:0", GUARDRAIL)),
+    ("BedrockTarget", "guardrail", lambda: BedrockTarget("n", PROFILE, GUARDRAIL.guardrail_arn)),
+    ("BedrockTarget", "guardrail", lambda: BedrockTarget("n", PROFILE, None)),
+    ("BedrockTarget", "base_model_id", lambda: BedrockTarget("n", PROFILE, GUARDRAIL, base_model_id=5)),
+    ("SageMakerTarget", "name", lambda: SageMakerTarget("a b", "ep")),
+    ("SageMakerModel", "endpoint_name", lambda: SageMakerTarget("n", "ep_1")),
+    ("SageMakerModel", "endpoint_name", lambda: SageMakerTarget("n", None)),
+    ("SageMakerModel", "inference_component", lambda: SageMakerTarget("n", "ep", inference_component="")),
+    ("SageMakerModel", "served_model", lambda: SageMakerTarget("n", "ep", served_model=["x"])),
+    ("OpenAICompatibleTarget", "name", lambda: OpenAICompatibleTarget("", URL, "m")),
+    ("OpenAICompatibleModel", "base_url", lambda: OpenAICompatibleTarget("n", "not a url", "m")),
+    ("OpenAICompatibleModel", "base_url", lambda: OpenAICompatibleTarget("n", None, "m")),
+    ("OpenAICompatibleModel", "served_model", lambda: OpenAICompatibleTarget("n", URL, None)),
+    ("OpenAICompatibleModel", "served_model", lambda: OpenAICompatibleTarget("n", URL, "x" * 300)),
+]
+
+
+@pytest.mark.parametrize(("owner", "param", "call"), PURE_MISUSE)
+def test_props_misuse_is_an_argument_error_naming_the_parameter(owner: str, param: str, call: Any) -> None:
+    expect(owner, param, call)
+
+
+def test_every_props_class_has_at_least_five_misuse_cases() -> None:
+    owners = [owner for owner, _, _ in PURE_MISUSE]
+    for owner in (
+        "GuardrailConfig",
+        "BedrockModel",
+        "SageMakerModel",
+        "OpenAICompatibleModel",
+        "RouterOptions",
+        "render_config",
+        "BedrockTarget",
+    ):
+        assert owners.count(owner) >= 5, owner
+
+
+# --- constructs: (owner, parameter, keyword overrides) --------------------------------------------------------------
+GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
+    ("vpc", {"vpc": "vpc-0123456789abcdef0"}),
+    ("models", {"models": []}),
+    ("models", {"models": bedrock()}),
+    ("models[0]", {"models": ["nova"]}),
+    ("certificate", {"certificate": None}),
+    ("certificate", {"certificate": "arn:aws:acm:us-east-1:123456789012:certificate/x"}),
+    ("allow_http", {"allow_http": "yes"}),
+    ("domain_name", {"domain_name": "Not A Name"}),
+    ("client_cidrs", {"client_cidrs": "10.0.0.0/16"}),
+    ("client_cidrs[0]", {"client_cidrs": ["0.0.0.0/0"]}),
+    ("admin_cidrs", {"admin_cidrs": []}),
+    ("image", {"image": "ghcr.io/berriai/litellm-database:v1.104.0"}),
+    ("image", {"image": "ghcr.io/berriai/litellm-database:v1.83.0@sha256:" + "a" * 64}),
+    ("desired_count", {"desired_count": 1}),
+    ("desired_count", {"desired_count": "2"}),
+    ("max_count", {"desired_count": 4, "max_count": 3}),
+    ("cpu", {"cpu": 3000}),
+    ("memory_mib", {"cpu": 1024, "memory_mib": 1024}),
+    ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
+    ("router", {"router": {"num_retries": 1}}),
+    ("encryption_key", {"encryption_key": "alias/gateway"}),
+    ("upstream_api_key", {"upstream_api_key": "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"}),
+    ("database_capacity", {"database_capacity": (0.5,)}),
+    ("database_capacity[0]", {"database_capacity": (0, 8)}),
+]
+
+
+@pytest.mark.parametrize(("param", "overrides"), GATEWAY_MISUSE)
+def test_gateway_misuse_is_an_argument_error(tmp_path: Any, param: str, overrides: dict[str, Any]) -> None:
+    stack, vpc = make_stack(tmp_path)
+    props: dict[str, Any] = {
+        "vpc": vpc,
+        "models": [bedrock()],
+        "certificate": certificate(stack),
+        **overrides,
+    }
+    expect("LiteLLMGateway", param, lambda: LiteLLMGateway(stack, "Gateway", **props))
+
+
+def test_http_and_a_certificate_together_is_a_mistake(tmp_path: Any) -> None:
+    stack, vpc = make_stack(tmp_path)
+    expect(
+        "LiteLLMGateway",
+        "allow_http",
+        lambda: LiteLLMGateway(
+            stack, "G", vpc=vpc, models=[bedrock()], certificate=certificate(stack), allow_http=True
+        ),
+    )
+
+
+STATE_MISUSE: list[tuple[type, str, dict[str, Any]]] = [
+    (GatewayDatabase, "vpc", {"vpc": None}),
+    (GatewayDatabase, "encryption_key", {"encryption_key": "arn:aws:kms:us-east-1:123456789012:key/x"}),
+    (GatewayDatabase, "min_capacity", {"min_capacity": 0}),
+    (GatewayDatabase, "max_capacity", {"min_capacity": 4, "max_capacity": 2}),
+    (GatewayDatabase, "rotation", {"rotation": 30}),
+    (GatewayDatabase, "rotation", {"rotation": cdk.Duration.days(400)}),
+    (GatewayCache, "vpc", {"vpc": "vpc-1"}),
+    (GatewayCache, "encryption_key", {"encryption_key": None}),
+    (GatewayCache, "node_type", {"node_type": "t4g.small"}),
+    (GatewayCache, "node_type", {"node_type": ["cache.t4g.small"]}),
+    (GatewayCache, "engine_version", {"engine_version": "latest"}),
+]
+
+
+@pytest.mark.parametrize(("kind", "param", "overrides"), STATE_MISUSE)
+def test_state_misuse_is_an_argument_error(
+    tmp_path: Any, kind: type, param: str, overrides: dict[str, Any]
+) -> None:
+    stack, vpc = make_stack(tmp_path)
+    props = {"vpc": vpc, "encryption_key": kms.Key(stack, "Key"), **overrides}
+    expect(kind.__name__, param, lambda: kind(stack, "State", **props))
+
+
+@pytest.fixture(scope="module")
+def built_gateway(tmp_path_factory: pytest.TempPathFactory) -> tuple[cdk.Stack, LiteLLMGateway]:
+    """A gateway whose every external reference is a deploy-time value (CfnParameters)."""
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("tokens")))
+    stack = cdk.Stack(app, "Tokens")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    param = lambda name: cdk.CfnParameter(stack, name).value_as_string  # noqa: E731
+    guardrail = ImportedGuardrail(
+        guardrail_arn=param("GuardrailArn"), guardrail_version=param("GuardrailVersion")
+    )
+    gateway = LiteLLMGateway(
+        stack,
+        "Gateway",
+        vpc=vpc,
+        models=[
+            BedrockTarget("nova", PROFILE, guardrail),
+            SageMakerTarget("sm", param("EndpointName"), inference_component=param("ComponentName")),
+        ],
+        certificate=acm.Certificate.from_certificate_arn(stack, "Cert", param("CertificateArn")),
+        client_cidrs=[param("ClientCidr")],
+    )
+    return stack, gateway
+
+
+def test_tokens_are_accepted_and_reach_the_template_unparsed(
+    built_gateway: tuple[cdk.Stack, LiteLLMGateway],
+) -> None:
+    stack, _ = built_gateway
+    text = json.dumps(Template.from_stack(stack).to_json())
+    for name in (
+        "GuardrailArn",
+        "GuardrailVersion",
+        "EndpointName",
+        "ComponentName",
+        "CertificateArn",
+        "ClientCidr",
+    ):
+        assert f'{{"Ref": "{name}"}}' in text, name
+
+
+def test_monitoring_misuse_is_an_argument_error(built_gateway: tuple[cdk.Stack, LiteLLMGateway]) -> None:
+    stack, gateway = built_gateway
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("gateway", {"gateway": "arn:aws:elasticloadbalancing:..."}),
+        ("error_rate_alarm_percent", {"error_rate_alarm_percent": 0}),
+        ("latency_p99_alarm", {"latency_p99_alarm": 30000}),
+        ("database_connections_alarm", {"database_connections_alarm": 0}),
+        ("alarm_email", {"alarm_email": "nobody"}),
+    ]
+    for index, (param, overrides) in enumerate(cases):
+        props = {"gateway": gateway, **overrides}
+        expect("GatewayMonitoring", param, lambda p=props, i=index: GatewayMonitoring(stack, f"M{i}", **p))

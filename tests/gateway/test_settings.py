@@ -1,0 +1,68 @@
+"""The gateway tier's context keys: every bad value is a ConfigError naming the key and what is accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference_tiers.config import ConfigError
+from tests.harness import make_app
+
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        (
+            "gateway.certificate_arn",
+            "arn:aws:iam::123456789012:server-certificate/x",
+            "an ACM certificate ARN",
+        ),
+        ("gateway.allow_http", "maybe", "true or false"),
+        ("gateway.domain_name", "Gateway", "a DNS name"),
+        ("gateway.vpc_cidr", "10.0.0.0/8", "an IPv4 CIDR block from /16 to /24"),
+        ("gateway.client_cidrs", "0.0.0.0/0", r"an IPv4 CIDR block from /8 to /32"),
+        ("gateway.bedrock_model_id", "us.amazon.nova-2-lite-v1:0", "a foundation-model id|geography"),
+        ("gateway.bedrock_inference_profile", "mars", "one of us, eu"),
+        ("gateway.guardrail_arn", "gr-123", "a guardrail ARN"),
+        ("gateway.guardrail_version", "DRAFT", "a numbered guardrail version"),
+        ("gateway.sagemaker_endpoint_name", "my_endpoint", "a SageMaker endpoint name"),
+        ("gateway.openai_models", '{"x": "http://a/v1"}', "an object"),
+        ("gateway.openai_models", '{"x": {"base_url": "a", "served_model": "m"}}', "an http"),
+        ("gateway.fallbacks", '{"nova-lite": ["unknown"]}', "model names among"),
+        ("gateway.desired_count", "1", "an integer from 2 to 100"),
+        ("gateway.max_count", "1", "an integer from 2 to 100"),
+        ("gateway.request_timeout_seconds", "0", "an integer from 5 to 3600"),
+        ("gateway.alarm_email", "nobody", "an email address"),
+    ],
+)
+def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
+    with pytest.raises(ConfigError, match=rf"context key '{key}[^']*': got .*expected .*({accepted})"):
+        make_app(tier="gateway", **{key: value})
+
+
+def test_a_certificate_and_plain_http_are_exclusive() -> None:
+    with pytest.raises(ConfigError, match="'gateway.allow_http'.*false when gateway.certificate_arn is set"):
+        make_app(tier="gateway", **{"gateway.allow_http": "true", "gateway.certificate_arn": CERT})
+
+
+def test_guardrail_arn_and_version_come_together() -> None:
+    with pytest.raises(ConfigError, match="'gateway.guardrail_version'.*both gateway.guardrail_arn"):
+        make_app(
+            tier="gateway",
+            **{"gateway.guardrail_arn": "arn:aws:bedrock:us-east-1:123456789012:guardrail/ab1"},
+        )
+
+
+def test_max_count_is_at_least_desired_count() -> None:
+    with pytest.raises(ConfigError, match="'gateway.max_count'.*at least gateway.desired_count"):
+        make_app(tier="gateway", **{"gateway.desired_count": "6", "gateway.max_count": "4"})
+
+
+def test_fargate_cpu_and_memory_pairs_are_checked_before_any_construct() -> None:
+    with pytest.raises(ConfigError, match="'gateway.cpu': got 3000; expected one of 1024, 2048"):
+        make_app(tier="gateway", **{"gateway.cpu": "3000"})
+    with pytest.raises(ConfigError, match="'gateway.memory_mib': got 4096; expected 2 to 8 MiB per CPU unit"):
+        make_app(tier="gateway", **{"gateway.cpu": "4096", "gateway.memory_mib": "4096"})
