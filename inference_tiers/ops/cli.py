@@ -1,4 +1,4 @@
-"""The ``inference-tiers`` console script: ``advise``, ``preflight`` and ``smoke``.
+"""The ``inference-tiers`` console script: ``advise``, ``preflight``, ``smoke`` and ``gateway keys``.
 
 Exit codes (stable, for scripts):
 
@@ -191,6 +191,33 @@ def _smoke(args: argparse.Namespace) -> int:
     )
 
 
+# --- gateway keys -------------------------------------------------------------------------------------------
+
+
+def _gateway_keys(args: argparse.Namespace) -> int:
+    from inference_tiers.ops.gateway import KeyRequest, create_keys
+
+    spec = KeyRequest(
+        team=args.team,
+        budget=args.budget,
+        budget_duration=args.budget_duration,
+        models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
+        key_alias=args.key_alias or f"{args.team}-key",
+        rpm_limit=args.rpm_limit,
+        tpm_limit=args.tpm_limit,
+    )
+    created = create_keys(
+        _session(args),
+        args.stack,
+        spec,
+        admin_url=args.admin_url,
+        timeout=args.timeout,
+        ca_bundle=args.ca_bundle,
+    )
+    print(report.dumps(created) if args.json else "\n".join(f"{k}: {v}" for k, v in created.items()))
+    return EXIT_OK
+
+
 # --- parser -------------------------------------------------------------------------------------------------
 
 
@@ -271,6 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--blocked-prompt", default=BLOCKED_PROMPT, help="bedrock: a prompt the guardrail must block"
             )
+    g = sub.add_parser("gateway", help="administer a deployed gateway tier")
+    gsub = g.add_subparsers(dest="gateway_command", required=True)
+    k = gsub.add_parser("keys", help="create a team and a virtual key with a budget (admin API)")
+    k.add_argument("--team", required=True, help="team alias")
+    k.add_argument("--budget", type=_positive_number, required=True, help="USD per budget period")
+    k.add_argument("--budget-duration", default="30d", help="budget period: 30d, 24h, 60m (default 30d)")
+    k.add_argument("--models", required=True, help="comma-separated model names the team may call")
+    k.add_argument("--key-alias", help="alias of the key (default <team>-key)")
+    k.add_argument("--rpm-limit", type=_positive_int, help="requests per minute for the team")
+    k.add_argument("--tpm-limit", type=_positive_int, help="tokens per minute for the team")
+    k.add_argument(
+        "--stack", default=STACK_NAMES["gateway"], help="stack name (default InferenceTiers-Gateway)"
+    )
+    k.add_argument("--admin-url", help="admin API URL instead of the stack's AdminUrl (a tunnel)")
+    k.add_argument("--ca-bundle", help="CA bundle to verify the admin listener's certificate")
+    k.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds")
+    k.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
+    k.add_argument("--profile", help="AWS named profile")
+    k.add_argument("--json", action="store_true", help="machine-readable output")
+    k.set_defaults(handler=_gateway_keys)
     return parser
 
 

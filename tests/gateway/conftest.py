@@ -69,7 +69,7 @@ class Gateway:
     models: list[ModelTarget]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The real proxy with the rendered production config (minus the database, which needs Prisma's native
     engine that cannot be downloaded here; docs/gateway.md) in front of the stub."""
