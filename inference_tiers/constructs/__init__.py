@@ -1,6 +1,7 @@
 """Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``.
 
-One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``common``);
+One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
+``common``);
 every public name is re-exported here as well.
 """
 
@@ -42,6 +43,16 @@ from inference_tiers.constructs.eks import (
     EksCluster,
     GpuDevicePlugins,
 )
+from inference_tiers.constructs.gateway import (
+    BedrockTarget,
+    GatewayCache,
+    GatewayDatabase,
+    GatewayMonitoring,
+    IVersionedGuardrail,
+    LiteLLMGateway,
+    OpenAICompatibleTarget,
+    SageMakerTarget,
+)
 from inference_tiers.constructs.hyperpod import (
     HyperPodCluster,
     HyperPodDependencyChart,
@@ -67,6 +78,7 @@ __all__ = [
     "ApplicationProfile",
     "AutomatedReasoning",
     "BedrockMonitoring",
+    "BedrockTarget",
     "ContentFilter",
     "ContentFilterType",
     "ContextualGrounding",
@@ -79,6 +91,9 @@ __all__ = [
     "EndpointMetrics",
     "FilterStrength",
     "FoundationModel",
+    "GatewayCache",
+    "GatewayDatabase",
+    "GatewayMonitoring",
     "Geography",
     "GpuDevicePlugins",
     "Guardrail",
@@ -93,17 +108,21 @@ __all__ = [
     "HyperPodObservability",
     "HyperPodTaint",
     "IGuardrail",
+    "IVersionedGuardrail",
     "ImportedGuardrail",
-    "invoke_statements",
+    "LiteLLMGateway",
     "Modality",
     "ModelInvocationLogging",
     "ModelInvokeAccess",
     "ModelWeights",
+    "OpenAICompatibleTarget",
     "PiiAction",
     "PiiEntity",
     "PiiEntityType",
     "RegexFilter",
     "SageMakerLlmEndpoint",
+    "SageMakerTarget",
     "ScalingOptions",
     "WordFilter",
+    "invoke_statements",
 ]
