@@ -8,6 +8,8 @@ existing weights) and a :class:`SageMakerLlmEndpoint` configured from the ``sage
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,7 @@ from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
+from inference_tiers.constructs.common.validation import Args, ArgumentError
 from inference_tiers.constructs.sagemaker.capacity import (
     MAX_INSTANCE_POOLS,
     ROUTING_STRATEGIES,
@@ -55,6 +58,21 @@ KEY_PREFIX = "sagemaker."
 MODEL_PREFIX = "models/"
 
 _CIDR = r"10\.(25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})\.0\.0/16"
+# The construct rules the settings reuse raise ArgumentError; _as_context_key names the context key instead.
+_SETTINGS = Args("SageMakerSettings")
+# Construct parameters whose context key has another name.
+_CONTEXT_KEYS = {"scaling.scale_to_zero": "scale_to_zero", "idle_scale_in": "idle_minutes"}
+
+
+@contextmanager
+def _as_context_key(key: str | None = None) -> Iterator[None]:
+    """Re-raise a construct's ArgumentError as a ConfigError for ``sagemaker.<key>`` (default: the context key
+    named like the parameter)."""
+    try:
+        yield
+    except ArgumentError as error:
+        name = key or _CONTEXT_KEYS.get(error.param, error.param)
+        raise ConfigError(f"{KEY_PREFIX}{name}", error.value, error.accepted) from error
 
 
 @dataclass(frozen=True)
@@ -146,25 +164,27 @@ class SageMakerSettings:
     vpc_cidr: str = setting(text(_CIDR, description="a 10.x.0.0/16 CIDR"), "the tier's VPC CIDR")
 
     def __post_init__(self) -> None:
-        # The construct's own capacity and routing rules, reported under this tier's context keys.
-        capacity = self.capacity()
-        routing_config(
-            self.routing,
-            capacity=capacity,
-            prefix_length=self.prefix_length,
-            concurrency_threshold=self.prefix_concurrency_threshold,
-            key_prefix=KEY_PREFIX,
-        )
-        capacity_reservation_config(self.capacity_reservation_arn, key_prefix=KEY_PREFIX)
-        if self.image_uri is not None:
-            parse_ecr_image(self.image_uri, key=f"{KEY_PREFIX}image_uri")
+        # The constructs' own rules, reported under this tier's context keys.
+        with _as_context_key():
+            capacity = self.capacity()
+            routing_config(
+                self.routing,
+                capacity=capacity,
+                prefix_length=self.prefix_length,
+                concurrency_threshold=self.prefix_concurrency_threshold,
+                args=_SETTINGS,
+            )
+            capacity_reservation_config(self.capacity_reservation_arn, args=_SETTINGS)
+            if self.image_uri is not None:
+                parse_ecr_image(self.image_uri, args=_SETTINGS)
+            self.scaling_options().check_topology(_SETTINGS, inference_components=self.inference_components)
         if self.model_s3_uri is not None:
-            ModelWeights.from_s3_uri(self.model_s3_uri, setting=f"{KEY_PREFIX}model_s3_uri")
+            with _as_context_key("model_s3_uri"):
+                ModelWeights.from_s3_uri(self.model_s3_uri)
         if self.engine == "byoc" and self.image_uri is None:
             raise ConfigError(
                 f"{KEY_PREFIX}image_uri", self.image_uri, "your ECR image URI when engine is byoc"
             )
-        self.scaling_options().validate(inference_components=self.inference_components, key_prefix=KEY_PREFIX)
         if self.target_concurrency > self.max_concurrent_sequences:
             raise ConfigError(
                 f"{KEY_PREFIX}target_concurrency",
@@ -197,7 +217,7 @@ class SageMakerSettings:
             inference_components=self.inference_components,
             tensor_parallel_degree=self.tensor_parallel_degree,
             memory_per_copy_mb=self.memory_per_copy_mb,
-            key_prefix=KEY_PREFIX,
+            args=_SETTINGS,
         )
 
     def account_requirements(self) -> AccountRequirements:

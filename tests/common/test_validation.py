@@ -100,3 +100,33 @@ def test_tokens_pass_unparsed_where_allowed_and_are_refused_where_not(stack: cdk
         ARGS.integer("count", number_token)
     assert is_token(text_token) and is_token(number_token) and not is_token("plain")
     assert describe(text_token) == "a deploy-time token"
+
+
+def test_seconds_gives_whole_seconds_and_passes_second_tokens_unparsed(stack: cdk.Stack) -> None:
+    assert ARGS.seconds("t", cdk.Duration.minutes(2), maximum=cdk.Duration.hours(1)) == 120
+    number_token = cdk.CfnParameter(stack, "Seconds", type="Number").value_as_number
+    seconds = ARGS.seconds("t", cdk.Duration.seconds(number_token))
+    assert stack.resolve(seconds) == {"Ref": "Seconds"}
+    with pytest.raises(
+        ArgumentError, match=r"'t' got a deploy-time token; expected .*Duration.seconds\(token\)"
+    ):
+        ARGS.seconds("t", cdk.Duration.minutes(number_token))
+    with pytest.raises(
+        ArgumentError, match=r"'t' got Duration 2 hours; expected a Duration of at most 1 hour"
+    ):
+        ARGS.seconds("t", cdk.Duration.hours(2), maximum=cdk.Duration.hours(1))
+    with pytest.raises(ArgumentError, match="expected a Duration"):
+        ARGS.seconds("t", 30)
+
+
+def test_integer_bounds_are_shown_in_full() -> None:
+    with pytest.raises(ArgumentError, match=r"expected an integer from 1 to 16777216$"):
+        ARGS.integer("n", 0, minimum=1, maximum=16_777_216)
+
+
+def test_implements_does_not_read_properties_that_raise(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    # An imported VPC without a CIDR raises when vpc_cidr_block is read; it is still an IVpc.
+    vpc = ec2.Vpc.from_vpc_attributes(stack, "ImportedVpc", vpc_id="vpc-1", availability_zones=["a"])
+    assert ARGS.implements("vpc", vpc, ec2.IVpc) is vpc

@@ -117,6 +117,17 @@ def test_model_bucket_is_kms_encrypted_tls_only_and_logged(tier_build: Callable[
     assert '"aws:SecureTransport": "false"' in policies
 
 
+def test_every_log_group_has_a_customer_managed_key(tier_build: Callable[[str], TierBuild]) -> None:
+    template = tier_build("sagemaker").template(STACK_NAME).to_json()
+    groups = resources_of(template, "AWS::Logs::LogGroup")
+    keys = resources_of(template, "AWS::KMS::Key")
+    # Flow logs, the endpoint's and the inference component's logs.
+    assert len(groups) == 3
+    for name, group in groups.items():
+        (key_id, attribute) = group["Properties"]["KmsKeyId"]["Fn::GetAtt"]
+        assert key_id in keys and attribute == "Arn", name
+
+
 def test_existing_s3_weights_create_no_model_bucket() -> None:
     stack = build_tier("sagemaker", **{"sagemaker.model_s3_uri": "s3://my-models/qwen3-8b/"})
     template = stack.template(STACK_NAME).to_json()
@@ -190,7 +201,7 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ),
         (
             {"sagemaker.instance_types": ["ml.g5.xlarge", "ml.g5.xlarge"]},
-            r"'sagemaker.instance_types': got .*; expected distinct instance types",
+            r"'sagemaker.instance_types\[1\]': got 'ml.g5.xlarge'; expected each item at most once",
         ),
         (
             {"sagemaker.routing": "RANDOM"},
@@ -198,7 +209,7 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ),
         (
             {"sagemaker.scale_to_zero": True, "sagemaker.topology": "single-model"},
-            r"'sagemaker.scale_to_zero': got True; expected false for a single-model endpoint",
+            r"'sagemaker.scale_to_zero': got True; expected False for a single-model endpoint",
         ),
         (
             {"sagemaker.startup_timeout_seconds": 59},
@@ -213,7 +224,7 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
         ),
         (
             {"sagemaker.min_capacity": 3},
-            r"'sagemaker.min_capacity': got 3; expected 1 to max_capacity \(2\)",
+            r"'sagemaker.min_capacity': got 3; expected at most max_capacity \(2\)",
         ),
         (
             {"sagemaker.target_concurrency": 64},

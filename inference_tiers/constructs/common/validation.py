@@ -218,6 +218,29 @@ class Args:
             raise self.error(param, value, accepted + " in whole seconds")
         return value
 
+    def seconds(
+        self,
+        param: str,
+        value: Any,
+        *,
+        minimum: Duration | None = None,
+        maximum: Duration | None = None,
+    ) -> float:
+        """A :meth:`duration` in whole seconds, as a CloudFormation property takes it.
+
+        A deploy-time duration is returned as its (unparsed) number token when it was made with
+        ``Duration.seconds(token)``; a token in another unit cannot be converted, so it is refused.
+        """
+        checked = self.duration(param, value, minimum=minimum, maximum=maximum)
+        if not checked.is_unresolved():
+            return int(checked.to_seconds())
+        try:
+            return float(checked.to_seconds())
+        except RuntimeError as error:  # jsii: "Duration must be specified as 'Duration.seconds()' here"
+            raise self.error(
+                param, value, "a deploy-time Duration made with Duration.seconds(token)"
+            ) from error
+
     # -- objects ------------------------------------------------------------------------------------------
 
     def instance(self, param: str, value: Any, kind: type[T], description: str | None = None) -> T:
@@ -226,17 +249,20 @@ class Args:
             raise self.error(param, value, description or f"a {kind.__name__}")
         return value
 
-    def implements(self, param: str, value: Any, interface: type[T], description: str | None = None) -> T:
+    def implements(
+        self, param: str, value: Any, interface: Callable[..., T], description: str | None = None
+    ) -> T:
         """An object with every member of the jsii interface ``interface`` (``iam.IGrantable``, ``ec2.IVpc``...).
 
         jsii interfaces are not runtime-checkable Protocols, so this checks their declared members; a string
-        (an ARN where a construct is expected) never passes.
+        (an ARN where a construct is expected) never passes. (``interface`` is typed as a callable because mypy
+        refuses a Protocol where ``type[T]`` is expected.)
         """
-        members = interface_members(interface)
+        members = interface_members(typing.cast(type, interface))
         if (
             isinstance(value, str | bytes | int | float)
             or not members
-            or not all(hasattr(value, m) for m in members)
+            or not all(_has_member(value, m) for m in members)
         ):
             raise self.error(
                 param, value, description or f"an {interface.__name__} (a construct, not a string)"
@@ -298,15 +324,27 @@ class Args:
         return checked
 
 
+def _has_member(value: Any, member: str) -> bool:
+    try:
+        return hasattr(value, member)
+    except RuntimeError:  # jsii raised reading a property that exists (an imported VPC's vpc_cidr_block)
+        return True
+
+
 def _range_text(
     kind: str, minimum: float | None, maximum: float | None, *, low_word: str = "at least"
 ) -> str:
     if minimum is not None and maximum is not None and low_word == "at least":
-        return f"{kind} from {minimum:g} to {maximum:g}"
-    parts = [f"{low_word} {minimum:g}"] if minimum is not None else []
+        return f"{kind} from {_shown(minimum)} to {_shown(maximum)}"
+    parts = [f"{low_word} {_shown(minimum)}"] if minimum is not None else []
     if maximum is not None:
-        parts.append(f"at most {maximum:g}")
+        parts.append(f"at most {_shown(maximum)}")
     return f"{kind} " + " and ".join(parts) if parts else kind
+
+
+def _shown(bound: float) -> str:
+    """A bound as written: integers in full (``:g`` would round 16777216 to 1.67772e+07), floats short."""
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
 
 
 def _count_text(min_items: int, max_items: int | None) -> str:

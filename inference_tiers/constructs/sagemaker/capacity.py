@@ -8,21 +8,37 @@ the tier's account requirements both use it, so the quota a preflight check asks
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from aws_cdk import Token
 from aws_cdk import aws_sagemaker as sagemaker
 
-from inference_tiers.config import ConfigError
-from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
+from inference_tiers.constructs.common.validation import Args
+from inference_tiers.instance_types import (
+    GPU_INSTANCE_TYPES,
+    SAGEMAKER_PREFIX,
+    GpuInstanceType,
+    find_gpu_instance_type,
+)
 
 MAX_INSTANCE_POOLS = 5
+# The most GPUs any instance type in the table has: an upper bound before the per-pool check.
+MAX_GPUS = max(t.gpus for t in GPU_INSTANCE_TYPES.values())
+# SageMaker's floor for MinMemoryRequiredInMb (InferenceComponentComputeResourceRequirements).
+MIN_MEMORY_PER_COPY_MB = 128
 Routing = Literal["LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "RANDOM"]
 ROUTING_STRATEGIES: tuple[Routing, ...] = ("LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "RANDOM")
-_RESERVATION_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:[a-z0-9-]{1,14}/\S+")
+_RESERVATION_ARN = r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:[a-z0-9-]{1,14}/\S+"
+
+
+def _pool(args: Args, param: str, name: Any) -> GpuInstanceType:
+    """One ``ml.`` GPU instance type this library has the facts for."""
+    facts = find_gpu_instance_type(name) if isinstance(name, str) else None
+    if facts is None or name != SAGEMAKER_PREFIX + facts.name:
+        known = ", ".join(SAGEMAKER_PREFIX + n for n in GPU_INSTANCE_TYPES)
+        raise args.error(param, name, f"a GPU instance type this library knows: {known}")
+    return facts
 
 
 @dataclass(frozen=True)
@@ -43,43 +59,45 @@ class Capacity:
         inference_components: bool,
         tensor_parallel_degree: int | None,
         memory_per_copy_mb: int,
-        key_prefix: str = "",
+        args: Args | None = None,
     ) -> Capacity:
-        """Raise ConfigError (a ValueError naming ``key_prefix`` + the prop) unless every pool fits one copy.
+        """Raise ArgumentError (from ``args``, naming the parameter) unless every pool fits one model copy.
 
         Default tensor-parallel degree: 1 GPU per inference-component copy, every GPU of the smallest pool for
         a single model.
         """
-        types_key = f"{key_prefix}instance_types"
-        if not 1 <= len(instance_types) <= MAX_INSTANCE_POOLS:
-            raise ConfigError(
-                types_key,
-                list(instance_types),
-                f"1 to {MAX_INSTANCE_POOLS} instance types (SageMaker instance pools hold at most "
-                f"{MAX_INSTANCE_POOLS})",
-            )
-        if len(set(instance_types)) != len(instance_types):
-            raise ConfigError(types_key, list(instance_types), "distinct instance types")
-        pools = tuple(
-            gpu_instance_type(name, key=f"{types_key}[{i}]", sagemaker=True)
-            for i, name in enumerate(instance_types)
+        args = args or Args("Capacity")
+        names = args.sequence(
+            "instance_types",
+            instance_types,
+            lambda param, name: args.text(param, name, allow_token=False),
+            min_items=1,
+            max_items=MAX_INSTANCE_POOLS,
+            unique=True,
         )
-        gpus = tensor_parallel_degree or (1 if inference_components else min(p.gpus for p in pools))
-        for pool in pools:
-            if not 1 <= gpus <= pool.gpus:
-                raise ConfigError(
-                    f"{key_prefix}tensor_parallel_degree",
+        types = tuple(_pool(args, f"instance_types[{i}]", name) for i, name in enumerate(names))
+        args.boolean("inference_components", inference_components)
+        gpus = (
+            args.integer("tensor_parallel_degree", tensor_parallel_degree, minimum=1, maximum=MAX_GPUS)
+            if tensor_parallel_degree is not None
+            else (1 if inference_components else min(p.gpus for p in types))
+        )
+        memory = args.integer("memory_per_copy_mb", memory_per_copy_mb, minimum=MIN_MEMORY_PER_COPY_MB)
+        for pool in types:
+            if gpus > pool.gpus:
+                raise args.error(
+                    "tensor_parallel_degree",
                     gpus,
                     f"1 to {pool.gpus} (ml.{pool.name} has {pool.gpus} GPU{'s' if pool.gpus > 1 else ''}; "
                     f"every instance pool must fit one model copy)",
                 )
-            if inference_components and memory_per_copy_mb > pool.memory_gib * 1024:
-                raise ConfigError(
-                    f"{key_prefix}memory_per_copy_mb",
-                    memory_per_copy_mb,
+            if inference_components and memory > pool.memory_gib * 1024:
+                raise args.error(
+                    "memory_per_copy_mb",
+                    memory,
                     f"at most {pool.memory_gib * 1024} (the host memory of ml.{pool.name})",
                 )
-        return cls(tuple(instance_types), pools, gpus, memory_per_copy_mb, inference_components)
+        return cls(names, types, gpus, memory, inference_components)
 
     @property
     def copies_per_instance(self) -> int:
@@ -119,46 +137,51 @@ def routing_config(
     capacity: Capacity,
     prefix_length: int,
     concurrency_threshold: int,
-    key_prefix: str = "",
+    args: Args,
 ) -> sagemaker.CfnEndpointConfig.RoutingConfigProperty:
     """The variant's routing; instance pools require least-outstanding-requests routing."""
-    key = f"{key_prefix}routing"
-    if routing not in ROUTING_STRATEGIES:
-        raise ConfigError(key, routing, f"one of {', '.join(ROUTING_STRATEGIES)}")
+    routing = args.one_of("routing", routing, ROUTING_STRATEGIES)
+    prefix_length = args.integer("prefix_length", prefix_length, minimum=1024, maximum=65536)
+    concurrency_threshold = args.integer(
+        "prefix_concurrency_threshold", concurrency_threshold, minimum=1, maximum=1024
+    )
     pools = len(capacity.instance_types)
     if pools > 1 and routing != "LEAST_OUTSTANDING_REQUESTS":
-        raise ConfigError(
-            key,
+        raise args.error(
+            "routing",
             routing,
             f"LEAST_OUTSTANDING_REQUESTS with {pools} instance pools (SageMaker requires it for instance pools), "
             f"or a single instance type",
         )
-    prefix_aware = None
-    if routing == "PREFIX_AWARE":
-        if not 1024 <= prefix_length <= 65536:
-            raise ConfigError(f"{key_prefix}prefix_length", prefix_length, "1024 to 65536")
-        if not 1 <= concurrency_threshold <= 1024:
-            raise ConfigError(f"{key_prefix}prefix_concurrency_threshold", concurrency_threshold, "1 to 1024")
-        prefix_aware = sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
+    prefix_aware = (
+        sagemaker.CfnEndpointConfig.PrefixAwareRoutingConfigProperty(
             prefix_length=prefix_length, concurrency_threshold=concurrency_threshold
         )
+        if routing == "PREFIX_AWARE"
+        else None
+    )
     return sagemaker.CfnEndpointConfig.RoutingConfigProperty(
         routing_strategy=routing, prefix_aware_routing_config=prefix_aware
     )
 
 
 def capacity_reservation_config(
-    arn: str | None, *, key_prefix: str = ""
+    arn: str | None, *, args: Args
 ) -> sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty | None:
-    """Draw instances only from an ML capacity reservation or training plan (None: on-demand)."""
+    """Draw instances only from an ML capacity reservation or training plan (None: on-demand).
+
+    A deploy-time token is used unparsed.
+    """
     if arn is None:
         return None
-    if not Token.is_unresolved(arn) and not _RESERVATION_ARN.fullmatch(arn):
-        raise ConfigError(
-            f"{key_prefix}capacity_reservation_arn",
-            arn,
-            "an ML reservation or training-plan ARN: arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
-        )
+    arn = args.text(
+        "capacity_reservation_arn",
+        arn,
+        pattern=_RESERVATION_ARN,
+        max_length=258,
+        description="an ML reservation or training-plan ARN: "
+        "arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
+    )
     return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
         capacity_reservation_preference="capacity-reservations-only", ml_reservation_arn=arn
     )

@@ -3,19 +3,19 @@
 What the existing libraries miss and this construct does (see docs/sagemaker.md):
 
 - inference components by default (per-copy scaling, rolling copy updates, scale-to-zero), single model as
-  an option; concurrency-based autoscaling (``sagemaker_scaling``);
+  an option; concurrency-based autoscaling (``scaling.py``);
 - capacity fallback over up to five prioritised instance pools with the least-outstanding-requests routing
   pools require, an optional ML capacity reservation or training plan, a provisioning timeout
-  (``sagemaker_capacity``);
+  (``capacity.py``);
 - the host AMI derived from the container's CUDA version, engine conventions and pinned images
-  (``sagemaker_engines``); start-up and download timeouts sized for large models;
-- a least-privilege execution role (``sagemaker_security``), with the Model depending on the role's policy
+  (``engines.py``); start-up and download timeouts sized for large models;
+- a least-privilege execution role (``security.py``), with the Model depending on the role's policy
   because ``CreateModel`` checks ECR and S3 access when it runs; private subnets; KMS where the instance type
   allows it;
 - generated names for immutable resources (Model, EndpointConfig), so updates never collide; stable generated
   names for the Endpoint and inference component, which alarms and scaling targets refer to;
 - enhanced metrics every 10 s, detailed observability, alarms to an encrypted topic and a dashboard
-  (``sagemaker_monitoring``).
+  (``monitoring.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import jsii
 from aws_cdk import Annotations, Aws, Duration, Names, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -36,19 +37,23 @@ from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.validation import Args, is_token
 from inference_tiers.constructs.sagemaker.capacity import (
     Capacity,
     capacity_reservation_config,
     routing_config,
 )
 from inference_tiers.constructs.sagemaker.engines import (
+    ENGINE_CONVENTIONS,
+    ENGINES,
+    ENVIRONMENT_VARIABLE,
     INFERENCE_AMI_VERSIONS,
+    MAX_ENVIRONMENT_VALUE,
+    MAX_ENVIRONMENT_VARIABLES,
     MODEL_MOUNT_PATH,
     EngineConvention,
-    ResolvedImage,
     dlc_image,
     ecr_image,
-    engine_convention,
     inference_ami_for_cuda,
 )
 from inference_tiers.constructs.sagemaker.monitoring import (
@@ -57,12 +62,19 @@ from inference_tiers.constructs.sagemaker.monitoring import (
     EndpointMonitoring,
 )
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling, ScalingOptions
-from inference_tiers.constructs.sagemaker.security import ExecutionRole
+from inference_tiers.constructs.sagemaker.security import ExecutionRole, nag_resource_id
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 
 VARIANT_NAME = "AllTraffic"
 # Large models take tens of minutes to download and load; SageMaker accepts 60-3600 s.
 DEFAULT_MODEL_TIMEOUT = Duration.minutes(30)
+_MODEL_TIMEOUT_RANGE = {"minimum": Duration.seconds(60), "maximum": Duration.seconds(3600)}
+_PROVISION_TIMEOUT_RANGE = {"minimum": Duration.seconds(300), "maximum": Duration.seconds(3600)}
+# Engine limits: positive, and far above any model's context or batch today (a typo, not a model, beyond).
+_MAX_MODEL_LEN = 16_777_216
+_MAX_CONCURRENT_SEQUENCES = 65_536
+# VpcConfig.Subnets takes 1 to 16 subnets.
+_MAX_SUBNETS = 16
 _TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 # Rolling updates: large models load for tens of minutes; the bake time lets the rollback alarms
 # (3 of 5 one-minute periods) evaluate before the next batch.
@@ -70,47 +82,52 @@ _ROLLING_TIMEOUT_SECONDS = 7200
 _ROLLING_BAKE_SECONDS = 300
 
 
-def _seconds(value: Duration, *, key: str, minimum: int, maximum: int) -> int:
-    seconds = int(value.to_seconds())
-    if not minimum <= seconds <= maximum:
-        raise ValueError(f"{key}: got {seconds} seconds; expected {minimum} to {maximum} seconds")
-    return seconds
-
-
 @jsii.implements(iam.IGrantable, ec2.IConnectable)
 class SageMakerLlmEndpoint(Construct):
     """An LLM served by vLLM, SGLang, LMI or your own container on a SageMaker real-time endpoint.
 
-    Props (keyword-only):
+    Props (keyword-only). Each is checked when the construct is created: a wrong type, value or combination
+    raises ArgumentError (a ValueError) naming this construct and the parameter. Props documented as accepting
+    tokens take deploy-time values (a ``CfnParameter``, an attribute of another resource) unparsed.
 
     - ``weights``: :class:`ModelWeights` (S3 prefix recommended, or a hub model id).
-    - ``instance_types``: 1 to 5 ``ml.`` GPU instance types in priority order; more than one makes
-      capacity-fallback instance pools.
-    - ``vpc``; ``vpc_subnets`` (default: private subnets with egress).
+    - ``instance_types``: a list of 1 to 5 distinct ``ml.`` GPU instance types in priority order; more than one
+      makes capacity-fallback instance pools.
+    - ``vpc``: an ``ec2.IVpc``; ``vpc_subnets``: an ``ec2.SubnetSelection`` of 1 to 16 subnets (default: the
+      private subnets with egress).
     - ``engine``: ``vllm`` (default), ``sglang``, ``lmi`` or ``byoc``.
-    - ``image_uri``: an ECR image replacing the engine's pinned DLC (required for ``byoc``).
-    - ``served_model_name``: the model name clients send (default: the hub id, or the engine's default for S3).
-    - ``tensor_parallel_degree``: GPUs per model copy (default: 1 for inference components, every GPU of the
-      smallest pool for a single model); at most the GPU count of every pool.
-    - ``max_model_len``, ``max_concurrent_sequences``: engine limits (default: the engine's own).
-    - ``engine_args``: further engine flags, ``{"enable-prefix-caching": "true"}``, mapped to the engine's
-      variable convention; ``environment``: raw extra variables (plaintext in the template: no secrets).
+    - ``image_uri``: an ECR image replacing the engine's pinned DLC (required for ``byoc``; tokens accepted, such
+      as ``repository.repository_uri_for_tag(...)``, together with ``image_repository`` and
+      ``inference_ami_version``); ``image_repository``: the ``ecr.IRepository`` it is in (default: read from a
+      literal ``image_uri``).
+    - ``served_model_name``: the model name clients send (default: the hub id, or the engine's default for S3;
+      tokens accepted).
+    - ``tensor_parallel_degree``: GPUs per model copy, 1 or more and at most the GPU count of every pool
+      (default: 1 for inference components, every GPU of the smallest pool for a single model).
+    - ``max_model_len``, ``max_concurrent_sequences``: positive engine limits (default: the engine's own).
+    - ``engine_args``: further engine flags, ``{"enable-prefix-caching": "true"}`` (string values, tokens
+      accepted), mapped to the engine's variable convention; ``environment``: raw extra variables (plaintext in
+      the template: no secrets). At most 100 variables in all, values of at most 1024 characters.
     - ``inference_components``: True (default) or False for a single-model endpoint.
-    - ``memory_per_copy_mb``: host memory reserved per inference-component copy (default 16384).
+    - ``memory_per_copy_mb``: host memory reserved per inference-component copy, 128 MB up to the host memory of
+      the smallest pool (default 16384).
     - ``routing``: ``LEAST_OUTSTANDING_REQUESTS`` (default), ``PREFIX_AWARE`` (with ``prefix_length`` 1024-65536,
       default 4096, and ``prefix_concurrency_threshold`` 1-1024, default 16) or ``RANDOM``. Pools need the default.
     - ``provision_timeout``: how long to keep trying pools after capacity errors (300-3600 s; default: the
       service's).
-    - ``capacity_reservation_arn``: an ML capacity reservation or training plan to draw instances from only.
+    - ``capacity_reservation_arn``: an ML capacity reservation or training plan to draw instances from only
+      (tokens accepted).
     - ``inference_ami_version``: host AMI (default: derived from the image's CUDA version).
-    - ``startup_health_check_timeout``, ``model_download_timeout``: 60-3600 s (default 30 minutes each).
+    - ``startup_health_check_timeout``, ``model_download_timeout``: 60-3600 s (default 30 minutes each; the three
+      timeouts accept deploy-time durations).
     - ``scaling``: :class:`ScalingOptions` (default: 1 to 2, target 16 concurrent requests, no scale-to-zero).
     - ``volume_kms_key``: KMS key for the instance storage volume; rejected on local-NVMe instance types,
       which SageMaker encrypts itself and where ``CreateEndpointConfig`` fails with a key.
     - ``encryption_key``: KMS key for the log groups and alarm topic (default: a new key with rotation, retained).
-    - ``data_capture_bucket`` (default none: capture off), ``data_capture_percentage`` (default 20).
-    - ``alarm_topic``: where alarms go (default: a new KMS-encrypted topic); ``alarm_thresholds``.
-    - ``log_retention``: endpoint log retention (default three months).
+    - ``data_capture_bucket`` (default none: capture off), ``data_capture_percentage`` 1-100 with a bucket (default 20).
+    - ``alarm_topic``: an ``sns.ITopic`` where alarms go (default: a new KMS-encrypted topic);
+      ``alarm_thresholds``: :class:`AlarmThresholds` (default: its defaults).
+    - ``log_retention``: an ``aws_logs.RetentionDays`` for the endpoint's log groups (default three months).
 
     Attributes: ``model``, ``endpoint_config``, ``endpoint``, ``inference_component`` (None for single model),
     ``role``, ``security_group``, ``log_groups``, ``scaling``, ``monitoring``, ``dashboard``, ``capacity``,
@@ -128,6 +145,7 @@ class SageMakerLlmEndpoint(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
         engine: str = "vllm",
         image_uri: str | None = None,
+        image_repository: ecr.IRepository | None = None,
         served_model_name: str | None = None,
         tensor_parallel_degree: int | None = None,
         max_model_len: int | None = None,
@@ -155,42 +173,107 @@ class SageMakerLlmEndpoint(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         # --- validation: everything a user typed is checked before any resource exists ---------------------
-        scaling = scaling or ScalingOptions()
-        scaling.validate(inference_components=inference_components)
-        convention = engine_convention(engine)
+        args = self._args = Args("SageMakerLlmEndpoint")
+        weights = args.instance(
+            "weights", weights, ModelWeights, "a ModelWeights (ModelWeights.from_bucket, ...)"
+        )
+        vpc = args.implements("vpc", vpc, ec2.IVpc)
+        subnet_ids = _subnet_ids(args, vpc, vpc_subnets)
+        convention = ENGINE_CONVENTIONS[args.one_of("engine", engine, ENGINES)]
         if convention.image is None and image_uri is None:
-            raise ValueError(f"image_uri: got None with engine {engine!r}; expected your ECR image URI")
+            raise args.error("image_uri", None, f"your ECR image URI with engine {engine!r}")
+        if served_model_name is not None:
+            args.text("served_model_name", served_model_name, max_length=MAX_ENVIRONMENT_VALUE)
+        inference_components = args.boolean("inference_components", inference_components)
         self.capacity = Capacity.plan(
             instance_types,
             inference_components=inference_components,
             tensor_parallel_degree=tensor_parallel_degree,
             memory_per_copy_mb=memory_per_copy_mb,
+            args=args,
         )
+        if max_model_len is not None:
+            args.integer("max_model_len", max_model_len, minimum=1, maximum=_MAX_MODEL_LEN)
+        if max_concurrent_sequences is not None:
+            args.integer(
+                "max_concurrent_sequences",
+                max_concurrent_sequences,
+                minimum=1,
+                maximum=_MAX_CONCURRENT_SEQUENCES,
+            )
+        scaling = ScalingOptions() if scaling is None else args.instance("scaling", scaling, ScalingOptions)
+        scaling.check_topology(args, inference_components=inference_components)
         routing_property = routing_config(
             routing,
             capacity=self.capacity,
             prefix_length=prefix_length,
             concurrency_threshold=prefix_concurrency_threshold,
+            args=args,
         )
-        reservation = capacity_reservation_config(capacity_reservation_arn)
-        if volume_kms_key is not None and self.capacity.local_nvme_types:
-            raise ValueError(
-                f"volume_kms_key: got a key with instance types {self.capacity.local_nvme_types}, which have "
-                f"local NVMe storage; expected no key (SageMaker rejects KmsKeyId on instances with local "
-                f"storage and encrypts their NVMe volumes itself), or EBS-only instance types"
-            )
-        if data_capture_bucket is not None and not 0 < data_capture_percentage <= 100:
-            raise ValueError(f"data_capture_percentage: got {data_capture_percentage}; expected 1 to 100")
-        startup_seconds = _seconds(
-            startup_health_check_timeout, key="startup_health_check_timeout", minimum=60, maximum=3600
+        reservation = capacity_reservation_config(capacity_reservation_arn, args=args)
+        if inference_ami_version is not None:
+            args.one_of("inference_ami_version", inference_ami_version, INFERENCE_AMI_VERSIONS)
+        if volume_kms_key is not None:
+            args.implements("volume_kms_key", volume_kms_key, kms.IKey)
+            if self.capacity.local_nvme_types:
+                raise args.error(
+                    "volume_kms_key",
+                    volume_kms_key,
+                    f"no key with instance types {self.capacity.local_nvme_types}, which have local NVMe "
+                    f"storage (SageMaker rejects KmsKeyId on instances with local storage and encrypts their "
+                    f"NVMe volumes itself), or EBS-only instance types",
+                )
+        if encryption_key is not None:
+            args.implements("encryption_key", encryption_key, kms.IKey)
+        if data_capture_bucket is not None:
+            args.implements("data_capture_bucket", data_capture_bucket, s3.IBucket)
+        # The percentage is used only with a bucket (0 then means nothing; the tier passes its "off" value).
+        args.integer(
+            "data_capture_percentage",
+            data_capture_percentage,
+            minimum=0 if data_capture_bucket is None else 1,
+            maximum=100,
         )
-        download_seconds = _seconds(
-            model_download_timeout, key="model_download_timeout", minimum=60, maximum=3600
+        if alarm_topic is not None:
+            args.implements("alarm_topic", alarm_topic, sns.ITopic)
+        if alarm_thresholds is not None:
+            args.instance("alarm_thresholds", alarm_thresholds, AlarmThresholds, "an AlarmThresholds")
+        args.instance(
+            "log_retention",
+            log_retention,
+            logs.RetentionDays,
+            "an aws_logs.RetentionDays, such as THREE_MONTHS",
+        )
+        startup_seconds = args.seconds(
+            "startup_health_check_timeout", startup_health_check_timeout, **_MODEL_TIMEOUT_RANGE
+        )
+        download_seconds = args.seconds(
+            "model_download_timeout", model_download_timeout, **_MODEL_TIMEOUT_RANGE
         )
         provision_seconds = (
             None
             if provision_timeout is None
-            else _seconds(provision_timeout, key="provision_timeout", minimum=300, maximum=3600)
+            else args.seconds("provision_timeout", provision_timeout, **_PROVISION_TIMEOUT_RANGE)
+        )
+        # The container: image, host AMI and environment (engine_args and environment are checked here).
+        if image_uri is not None:
+            image = ecr_image(self, image_uri, args=args, repository=image_repository)
+        elif image_repository is not None:
+            raise args.error("image_repository", image_repository, "None unless image_uri is set")
+        else:
+            assert convention.image is not None  # checked above: only byoc has no pinned image
+            image = dlc_image(self, convention.image, args=args)
+        self.inference_ami_version = inference_ami_version or inference_ami_for_cuda(
+            image.cuda_version, image=image_uri or str(convention.image), args=args
+        )
+        self.environment = self._environment(
+            convention,
+            weights,
+            served_model_name=served_model_name,
+            max_model_len=max_model_len,
+            max_concurrent_sequences=max_concurrent_sequences,
+            engine_args={} if engine_args is None else engine_args,
+            extra={} if environment is None else environment,
         )
 
         # --- names: stable and generated. Alarms, scaling targets and the invoke URL refer to them; only a
@@ -208,35 +291,10 @@ class SageMakerLlmEndpoint(Construct):
             inference_component_name=self.inference_component_name,
         )
 
-        # --- container: image, host AMI, environment ---------------------------------------------------------
-        image = self._image(convention, image_uri)
-        self.inference_ami_version = self._ami(inference_ami_version, image, convention, image_uri)
-        self.environment = self._environment(
-            convention,
-            weights,
-            served_model_name=served_model_name,
-            max_model_len=max_model_len,
-            max_concurrent_sequences=max_concurrent_sequences,
-            engine_args=engine_args or {},
-            extra=environment or {},
-        )
-
-        # --- security: key, role, network -----------------------------------------------------------------------
+        # --- security: key, network, role -----------------------------------------------------------------------
         self.encryption_key = encryption_key or retained_key(
             self, "Key", f"Logs and alarm topic of SageMaker endpoint {self.endpoint_name}"
         )
-        execution = ExecutionRole(
-            self,
-            "Execution",
-            endpoint_name=self.endpoint_name,
-            inference_component_name=self.inference_component_name,
-            image=image,
-            weights=weights,
-            encryption_key=self.encryption_key,
-            log_retention=log_retention,
-        )
-        self.role = execution.role
-        self.log_groups = execution.log_groups
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -249,7 +307,21 @@ class SageMakerLlmEndpoint(Construct):
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and model hubs"
         )
         self._connections = ec2.Connections(security_groups=[self.security_group])
-        subnet_ids = _subnet_ids(vpc, vpc_subnets)
+        execution = ExecutionRole(
+            self,
+            "Execution",
+            endpoint_name=self.endpoint_name,
+            inference_component_name=self.inference_component_name,
+            image=image,
+            weights=weights,
+            encryption_key=self.encryption_key,
+            log_retention=log_retention,
+            vpc=vpc,
+            subnet_ids=subnet_ids,
+            security_group=self.security_group,
+        )
+        self.role = execution.role
+        self.log_groups = execution.log_groups
 
         # --- model --------------------------------------------------------------------------------------------------
         self.model = sagemaker.CfnModel(
@@ -395,8 +467,10 @@ class SageMakerLlmEndpoint(Construct):
     def grant_invoke(self, grantee: iam.IGrantable, *, bearer_token: bool = False) -> iam.Grant:
         """Allow ``grantee`` to invoke the endpoint, streaming included; ``bearer_token`` adds the
         OpenAI-compatible bearer-token API (``sagemaker:CallWithBearerToken``)."""
+        args = Args("SageMakerLlmEndpoint.grant_invoke")
+        grantee = args.implements("grantee", grantee, iam.IGrantable)
         actions = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
-        if bearer_token:
+        if args.boolean("bearer_token", bearer_token):
             actions.append("sagemaker:CallWithBearerToken")
         return iam.Grant.add_to_principal(grantee=grantee, actions=actions, resource_arns=[self.endpoint_arn])
 
@@ -426,27 +500,6 @@ class SageMakerLlmEndpoint(Construct):
 
     # --- internals ------------------------------------------------------------------------------------------------
 
-    def _image(self, convention: EngineConvention, image_uri: str | None) -> ResolvedImage:
-        if image_uri is not None:
-            return ecr_image(self, image_uri)
-        assert convention.image is not None  # checked in __init__: only byoc has no pinned image
-        return dlc_image(self, convention.image)
-
-    @staticmethod
-    def _ami(
-        override: str | None, image: ResolvedImage, convention: EngineConvention, image_uri: str | None
-    ) -> str:
-        if override is None:
-            label = image_uri or (
-                f"{convention.image.repository}:{convention.image.tag}" if convention.image else ""
-            )
-            return inference_ami_for_cuda(image.cuda_version, image=label)
-        if override not in INFERENCE_AMI_VERSIONS:
-            raise ValueError(
-                f"inference_ami_version: got {override!r}; expected one of {', '.join(INFERENCE_AMI_VERSIONS)}"
-            )
-        return override
-
     def _environment(
         self,
         convention: EngineConvention,
@@ -459,20 +512,30 @@ class SageMakerLlmEndpoint(Construct):
         extra: Mapping[str, str],
     ) -> dict[str, str]:
         """The engine's variables, then ``extra``; warns when a hub token would sit in plaintext."""
+        args = self._args
+
+        def value(param: str, v: object) -> str:
+            return args.text(param, v, min_length=0, max_length=MAX_ENVIRONMENT_VALUE)
+
         env = convention.environment(
             model=MODEL_MOUNT_PATH if weights.hub_model_id is None else weights.hub_model_id,
             served_model_name=served_model_name or weights.hub_model_id,
             tensor_parallel_degree=self.capacity.gpus_per_copy,
             max_model_len=max_model_len,
             max_concurrent_sequences=max_concurrent_sequences,
-            engine_args=engine_args,
+            engine_args=args.mapping("engine_args", engine_args, value, key_pattern=convention.arg_pattern),
+            args=args,
         )
-        for name, value in extra.items():
+        for name, v in args.mapping("environment", extra, value, key_pattern=ENVIRONMENT_VARIABLE).items():
             if name in env:
-                raise ValueError(
-                    f"environment: got {name!r}, which the engine settings already set; expected a new name"
-                )
-            env[name] = value
+                raise args.error("environment", name, "a variable the engine settings do not already set")
+            env[name] = v
+        if len(env) > MAX_ENVIRONMENT_VARIABLES:
+            raise args.error(
+                "environment",
+                sorted(env),
+                f"at most {MAX_ENVIRONMENT_VARIABLES} container variables in all (engine settings included)",
+            )
         tokens = sorted(set(env) & set(_TOKEN_VARIABLES))
         if tokens:
             Annotations.of(self).add_warning_v2(
@@ -488,8 +551,8 @@ class SageMakerLlmEndpoint(Construct):
         name: str,
         *,
         copies: int,
-        startup_seconds: int,
-        download_seconds: int,
+        startup_seconds: float,
+        download_seconds: float,
         rollback_alarms: Sequence[cloudwatch.Alarm],
     ) -> sagemaker.CfnInferenceComponent:
         ic = sagemaker.CfnInferenceComponent
@@ -533,20 +596,13 @@ class SageMakerLlmEndpoint(Construct):
         if bucket is None:
             return None
         prefix = f"data-capture/{self.endpoint_name}/"
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{prefix}*")])
-        )
+        objects = bucket.arn_for_objects(f"{prefix}*")
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[objects]))
         if bucket.encryption_key is not None:
             bucket.encryption_key.grant(self.role, "kms:GenerateDataKey", "kms:Encrypt")
-        cfn_bucket = bucket.node.default_child
-        bucket_id = (
-            f"<{self.stack.get_logical_id(cfn_bucket)}.Arn>"
-            if isinstance(cfn_bucket, s3.CfnBucket)
-            else bucket.bucket_arn
-        )
         acknowledge(
             self.role.node.find_child("DefaultPolicy"),
-            f"AwsSolutions-IAM5[Resource::{bucket_id}/{prefix}*]",
+            f"AwsSolutions-IAM5[Resource::{nag_resource_id(self, objects)}]",
             "SageMaker writes one capture file per batch of requests with generated names; the wildcard "
             "covers only this endpoint's capture prefix and the role can only put objects there",
         )
@@ -565,16 +621,29 @@ class SageMakerLlmEndpoint(Construct):
         )
 
 
-def _subnet_ids(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
-    chosen = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-    return vpc.select_subnets(
-        availability_zones=chosen.availability_zones,
-        one_per_az=chosen.one_per_az,
-        subnet_filters=chosen.subnet_filters,
-        subnet_group_name=chosen.subnet_group_name,
-        subnets=chosen.subnets,
-        subnet_type=chosen.subnet_type,
-    ).subnet_ids
+def _subnet_ids(args: Args, vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str]:
+    """The chosen subnets' ids (1 to 16; a deploy-time list passes unchecked)."""
+    chosen = (
+        ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        if selection is None
+        else args.instance("vpc_subnets", selection, ec2.SubnetSelection)
+    )
+    try:
+        subnet_ids = vpc.select_subnets(
+            availability_zones=chosen.availability_zones,
+            one_per_az=chosen.one_per_az,
+            subnet_filters=chosen.subnet_filters,
+            subnet_group_name=chosen.subnet_group_name,
+            subnets=chosen.subnets,
+            subnet_type=chosen.subnet_type,
+        ).subnet_ids
+    except RuntimeError as error:  # jsii: the VPC has no subnets of the selected type or group
+        raise args.error("vpc_subnets", selection, f"a selection this VPC can satisfy ({error})") from error
+    if not is_token(subnet_ids) and not 1 <= len(subnet_ids) <= _MAX_SUBNETS:
+        raise args.error(
+            "vpc_subnets", selection, f"a selection of 1 to {_MAX_SUBNETS} subnets (got {len(subnet_ids)})"
+        )
+    return list(subnet_ids)
 
 
 def _model_data_source(weights: ModelWeights) -> sagemaker.CfnModel.ModelDataSourceProperty | None:

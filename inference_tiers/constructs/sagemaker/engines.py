@@ -20,16 +20,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aws_cdk import Aws, CfnMapping, Stack
+from aws_cdk import Aws, CfnMapping, Stack, Token
+from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
-from inference_tiers.config import ConfigError
+from inference_tiers.constructs.common.validation import Args, is_token
 
 Engine = Literal["vllm", "sglang", "lmi", "byoc"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "lmi", "byoc")
 
 # Where SageMaker mounts an S3 model prefix inside the container.
 MODEL_MOUNT_PATH = "/opt/ml/model"
+# ContainerDefinition.Environment: at most 100 variables, names like this, values of at most 1024 characters.
+ENVIRONMENT_VARIABLE = r"[a-zA-Z_][a-zA-Z0-9_]{0,1023}"
+MAX_ENVIRONMENT_VARIABLES = 100
+MAX_ENVIRONMENT_VALUE = 1024
 
 # The AWS Deep Learning Containers registry account per Region (aws/deep-learning-containers,
 # available_images.md). Most commercial Regions share 763104351884; opt-in and China Regions have their own.
@@ -85,6 +90,10 @@ _ECR_IMAGE = re.compile(
     r"(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
     r"(?P<repository>[a-z0-9][a-z0-9._/-]*)(?::(?P<tag>[A-Za-z0-9_.-]{1,128})|@sha256:[0-9a-f]{64})"
 )
+_ECR_IMAGE_TEXT = (
+    "an Amazon ECR image URI such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-repo:1.0 "
+    "(SageMaker pulls images only from ECR; copy public images into your own repository)"
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,9 @@ class DlcImage:
     @property
     def cuda_version(self) -> int | None:
         return cuda_version_of(self.tag)
+
+    def __str__(self) -> str:
+        return f"{self.repository}:{self.tag}"
 
 
 @dataclass(frozen=True)
@@ -122,10 +134,11 @@ class EngineConvention:
         max_model_len: int | None,
         max_concurrent_sequences: int | None,
         engine_args: Mapping[str, str],
+        args: Args,
     ) -> dict[str, str]:
         """The container environment: managed settings, fixed engine settings, then ``engine_args``.
 
-        Raises ValueError if an ``engine_args`` entry would override a setting this library manages.
+        Raises ``args``' ArgumentError if an ``engine_args`` entry would override a setting this library manages.
         """
         managed = {
             self.model_var: model,
@@ -141,13 +154,20 @@ class EngineConvention:
         for arg, value in engine_args.items():
             name = self.arg_variable(arg)
             if name in env:
-                raise ValueError(
-                    f"engine_args: got {arg!r}, which sets {name}; that variable is managed by this construct "
-                    f"(set it through the matching prop: model, served_model_name, tensor_parallel_degree, "
-                    f"max_model_len or max_concurrent_sequences)"
+                raise args.error(
+                    "engine_args",
+                    arg,
+                    f"a flag this construct does not set itself ({arg!r} sets {name}: use the matching "
+                    f"parameter, served_model_name, tensor_parallel_degree, max_model_len or "
+                    f"max_concurrent_sequences)",
                 )
             env[name] = value
         return env
+
+    @property
+    def arg_pattern(self) -> str:
+        """What an ``engine_args`` key may look like: a flag name, or (BYOC) an environment variable name."""
+        return r"-{0,2}[A-Za-z0-9][A-Za-z0-9_-]*" if self.arg_prefix else ENVIRONMENT_VARIABLE
 
     def arg_variable(self, arg: str) -> str:
         """``enable-prefix-caching`` -> ``SM_VLLM_ENABLE_PREFIX_CACHING`` (BYOC: the name unchanged)."""
@@ -213,28 +233,24 @@ ENGINE_CONVENTIONS: dict[Engine, EngineConvention] = {
 }
 
 
-def engine_convention(engine: str) -> EngineConvention:
-    """The convention for ``engine``; raises ValueError naming the accepted engines."""
-    if engine not in ENGINE_CONVENTIONS:
-        raise ValueError(f"engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
-    return ENGINE_CONVENTIONS[engine]
-
-
 def cuda_version_of(tag: str) -> int | None:
     """``0.20.2-gpu-py312-cu130-ubuntu22.04-sagemaker`` -> 130; None when the tag names no CUDA version."""
     match = _CUDA_TAG.search(tag)
     return int(match.group(1)) if match else None
 
 
-def inference_ami_for_cuda(cuda_version: int | None, *, image: str) -> str:
-    """The host AMI whose NVIDIA driver runs ``cuda_version``; ValueError if this library cannot tell."""
+def inference_ami_for_cuda(cuda_version: int | None, *, image: str, args: Args) -> str:
+    """The host AMI whose NVIDIA driver runs ``cuda_version``; ArgumentError for ``inference_ami_version``
+    (naming ``image``) if this library cannot tell."""
     for versions, ami in _AMI_BY_CUDA:
         if cuda_version in versions:
             return ami
-    raise ValueError(
-        f"inference_ami_version: cannot derive it from image {image!r} (CUDA version "
-        f"{'unknown' if cuda_version is None else f'cu{cuda_version}'}); set it to one of "
-        f"{', '.join(INFERENCE_AMI_VERSIONS)}"
+    shown = "a deploy-time image URI" if is_token(image) else f"image {image!r}"
+    cuda = "unknown" if cuda_version is None else f"cu{cuda_version}"
+    raise args.error(
+        "inference_ami_version",
+        None,
+        f"one of {', '.join(INFERENCE_AMI_VERSIONS)}: it cannot be derived from {shown} (CUDA version {cuda})",
     )
 
 
@@ -247,8 +263,19 @@ class ResolvedImage:
     cuda_version: int | None
 
 
-def dlc_image(scope: Construct, image: DlcImage) -> ResolvedImage:
-    """The Region-aware URI of a DLC image (``Fn::FindInMap`` on ``AWS::Region``) and its repository ARN."""
+def dlc_image(scope: Construct, image: DlcImage, *, args: Args) -> ResolvedImage:
+    """The Region-aware URI of a DLC image (``Fn::FindInMap`` on ``AWS::Region``) and its repository ARN.
+
+    A stack in a Region the mapping lacks fails here rather than at deploy (``FindInMap`` finds no key).
+    """
+    region = Stack.of(scope).region
+    if not Token.is_unresolved(region) and region not in DLC_REGISTRY_ACCOUNTS:
+        raise args.error(
+            "image_uri",
+            None,
+            f"your ECR image URI: the stack's Region {region} has no Deep Learning Containers registry in this "
+            f"library ({', '.join(DLC_REGISTRY_ACCOUNTS)})",
+        )
     mapping = CfnMapping(
         scope,
         "DlcRegistry",
@@ -264,31 +291,49 @@ def dlc_image(scope: Construct, image: DlcImage) -> ResolvedImage:
     )
 
 
-def parse_ecr_image(uri: str, *, key: str = "image_uri") -> re.Match[str]:
+def parse_ecr_image(uri: str, *, args: Args, param: str = "image_uri") -> re.Match[str]:
     """Check ``uri`` is a private ECR image (``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`` or
-    ``@sha256:``); ConfigError (a ValueError) naming ``key`` otherwise."""
-    match = _ECR_IMAGE.fullmatch(uri)
-    if match is None:
-        raise ConfigError(
-            key,
-            uri,
-            "an Amazon ECR image URI such as 123456789012.dkr.ecr.us-east-1.amazonaws.com/my-repo:1.0 "
-            "(SageMaker pulls images only from ECR; copy public images into your own repository)",
-        )
+    ``@sha256:``) known at synth time; ArgumentError naming ``param`` otherwise."""
+    text = args.text(
+        param, uri, pattern=_ECR_IMAGE.pattern, max_length=512, allow_token=False, description=_ECR_IMAGE_TEXT
+    )
+    match = _ECR_IMAGE.fullmatch(text)
+    assert match is not None  # args.text checked the pattern
     return match
 
 
-def ecr_image(scope: Construct, uri: str, *, key: str = "image_uri") -> ResolvedImage:
-    """A private ECR image and the repository the execution role may pull from."""
-    match = parse_ecr_image(uri, key=key)
-    return ResolvedImage(
-        uri=uri,
-        repository_arn=Stack.of(scope).format_arn(
+def ecr_image(
+    scope: Construct, uri: str, *, args: Args, repository: ecr.IRepository | None = None
+) -> ResolvedImage:
+    """A private ECR image and the repository the execution role may pull from: ``repository`` when given,
+    otherwise the one named in ``uri``.
+
+    A deploy-time ``uri`` (``repository.repository_uri_for_tag(...)``, a ``DockerImageAsset``'s ``image_uri``)
+    is used unparsed, so it needs ``repository``; its CUDA version is unknown.
+    """
+    if repository is not None:
+        repository = args.implements("image_repository", repository, ecr.IRepository)
+    if is_token(uri):
+        if repository is None:
+            raise args.error(
+                "image_repository",
+                None,
+                "the ecr.IRepository image_uri points into (image_uri is a deploy-time token, so the repository "
+                "the execution role may pull from cannot be read from it)",
+            )
+        return ResolvedImage(uri=uri, repository_arn=repository.repository_arn, cuda_version=None)
+    match = parse_ecr_image(uri, args=args)
+    repository_arn = (
+        repository.repository_arn
+        if repository is not None
+        else Stack.of(scope).format_arn(
             service="ecr",
             region=match["region"],
             account=match["account"],
             resource="repository",
             resource_name=match["repository"],
-        ),
-        cuda_version=cuda_version_of(match["tag"] or ""),
+        )
+    )
+    return ResolvedImage(
+        uri=uri, repository_arn=repository_arn, cuda_version=cuda_version_of(match["tag"] or "")
     )

@@ -19,10 +19,21 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from inference_tiers.constructs.common.validation import Args
+
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 ENDPOINTS_NAMESPACE = "/aws/sagemaker/Endpoints"
 COMPONENTS_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 ONE_MINUTE = Duration.minutes(1)
+# SageMaker's name rule for endpoints, variants and inference components.
+RESOURCE_NAME = r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+# CloudWatch statistics: the five basic ones, percentiles (p99, p99.9) and the trimmed/winsorized/percentile-rank
+# forms (tm90, TM(10%:90%), wm99, tc90, ts90, PR(:300), IQM).
+STATISTIC = (
+    r"SampleCount|Average|Sum|Minimum|Maximum|IQM"
+    r"|(?:p|tm|wm|tc|ts)(?:100|[0-9]{1,2}(?:\.[0-9]{1,10})?)"
+    r"|(?i:tm|wm|tc|ts|pr)\([0-9.]*%?:[0-9.]*%?\)"
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,18 @@ class EndpointMetrics:
     endpoint_name: str
     variant_name: str
     inference_component_name: str | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("EndpointMetrics")
+        for param in ("endpoint_name", "variant_name"):
+            args.text(param, getattr(self, param), pattern=RESOURCE_NAME, description="a SageMaker name")
+        if self.inference_component_name is not None:
+            args.text(
+                "inference_component_name",
+                self.inference_component_name,
+                pattern=RESOURCE_NAME,
+                description="a SageMaker name",
+            )
 
     def _dimensions(self, *, per_variant: bool = False) -> dict[str, str]:
         if self.inference_component_name is not None and not per_variant:
@@ -48,6 +71,24 @@ class EndpointMetrics:
         per_variant: bool = False,
     ) -> cloudwatch.Metric:
         """Any metric of this endpoint; ``per_variant`` uses the variant dimensions even for a component."""
+        args = Args("EndpointMetrics.metric")
+        args.text("metric_name", metric_name, max_length=255, allow_token=False)
+        args.text("namespace", namespace, max_length=255, allow_token=False)
+        args.text(
+            "statistic",
+            statistic,
+            pattern=STATISTIC,
+            allow_token=False,
+            description="a CloudWatch statistic: Average, Sum, Minimum, Maximum, SampleCount, or p90, tm99, "
+            "TM(10%:90%) and the like",
+        )
+        period = args.duration("period", period, minimum=Duration.seconds(1))
+        seconds = None if period.is_unresolved() else period.to_seconds()
+        if seconds is None or (seconds not in (1, 5, 10, 30) and seconds % 60):
+            raise args.error(
+                "period", period, "1, 5, 10 or 30 seconds or a multiple of 60 seconds, known at synth time"
+            )
+        args.boolean("per_variant", per_variant)
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=metric_name,
@@ -120,29 +161,29 @@ class EndpointMetrics:
 
 @dataclass(frozen=True)
 class AlarmThresholds:
-    """Alarm thresholds. Defaults: 1% 5XX rate, 30 s p90 model latency, 95% GPU memory, 85% disk."""
+    """Alarm thresholds, checked when created. Defaults: 1% 5XX rate, 30 s p90 model latency, 95% GPU memory,
+    85% disk.
+
+    - ``error_rate``: a fraction in (0, 1]; ``latency_slo``: a Duration over 0 (milliseconds allowed);
+    - ``gpu_memory_percent``, ``disk_percent``: percentages in (0, 100].
+    """
 
     error_rate: float = 0.01
     latency_slo: Duration = Duration.seconds(30)
     gpu_memory_percent: float = 95
     disk_percent: float = 85
 
-    def validate(self) -> None:
-        if not 0 < self.error_rate <= 1:
-            raise ValueError(
-                f"alarm error_rate: got {self.error_rate}; expected a fraction in (0, 1], e.g. 0.01"
-            )
-        if not self.latency_slo.to_milliseconds() > 0:
-            # A zero threshold would keep the latency alarm, a deployment rollback alarm, always in ALARM.
-            raise ValueError(
-                f"alarm latency_slo: got {self.latency_slo.to_milliseconds():g} ms; expected more than 0"
-            )
-        for name, value in (
-            ("gpu_memory_percent", self.gpu_memory_percent),
-            ("disk_percent", self.disk_percent),
-        ):
-            if not 0 < value <= 100:
-                raise ValueError(f"alarm {name}: got {value}; expected a percentage in (0, 100]")
+    def __post_init__(self) -> None:
+        args = Args("AlarmThresholds")
+        args.number("error_rate", self.error_rate, minimum=0, maximum=1, exclusive_minimum=True)
+        # A zero threshold would keep the latency alarm, a deployment rollback alarm, always in ALARM.
+        latency = args.duration(
+            "latency_slo", self.latency_slo, minimum=Duration.millis(1), whole_seconds=False
+        )
+        if latency.is_unresolved():
+            raise args.error("latency_slo", latency, "a Duration known at synth time (it sets the threshold)")
+        for param in ("gpu_memory_percent", "disk_percent"):
+            args.number(param, getattr(self, param), minimum=0, maximum=100, exclusive_minimum=True)
 
 
 class EndpointMonitoring(Construct):
@@ -162,7 +203,10 @@ class EndpointMonitoring(Construct):
         thresholds: AlarmThresholds,
     ) -> None:
         super().__init__(scope, construct_id)
-        thresholds.validate()
+        args = Args("EndpointMonitoring")
+        metrics = args.instance("metrics", metrics, EndpointMetrics, "an EndpointMetrics")
+        topic = args.implements("topic", topic, sns.ITopic)
+        thresholds = args.instance("thresholds", thresholds, AlarmThresholds, "an AlarmThresholds")
         latency_micros = thresholds.latency_slo.to_milliseconds() * 1000
         self.error_rate_alarm = self._alarm(
             "ErrorRate",

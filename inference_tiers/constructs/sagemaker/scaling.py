@@ -28,7 +28,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from inference_tiers.config import ConfigError
+from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.sagemaker.monitoring import EndpointMetrics
 
 _SERVICE_LINKED_ROLE = "sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
@@ -39,13 +39,17 @@ class ScalingOptions:
     """How the endpoint scales. Capacities count copies (inference components) or instances (single model).
 
     - ``min_capacity``: the floor while scale-to-zero is off, and the initial capacity (default 1).
-    - ``max_capacity``: the ceiling (default 2).
-    - ``target_concurrency``: in-flight requests per copy or per model to hold (default 16); about 0.7 of the
-      concurrency at which a load test saturates the engine.
+    - ``max_capacity``: the ceiling, at least ``min_capacity`` (default 2).
+    - ``target_concurrency``: in-flight requests per copy or per model to hold, more than 0 (default 16); about
+      0.7 of the concurrency at which a load test saturates the engine.
     - ``scale_to_zero``: allow 0 copies and 0 instances (inference components only; default off). The first
       request after a scale-in fails with a no-capacity error while a copy starts, so clients must retry.
-    - ``idle_scale_in``: with scale-to-zero, set 0 copies after this long without invocations (default off).
-    - ``scale_in_cooldown`` / ``scale_out_cooldown``: target-tracking cooldowns (defaults 5 min and 1 min).
+    - ``idle_scale_in``: with scale-to-zero, set 0 copies after this long without invocations, 1 to 1440 whole
+      minutes (default off).
+    - ``scale_in_cooldown`` / ``scale_out_cooldown``: target-tracking cooldowns in whole seconds (defaults 5 min
+      and 1 min; deploy-time durations are accepted).
+
+    Every option is checked when the options are created: a wrong one raises ArgumentError naming it.
     """
 
     min_capacity: int = 1
@@ -56,35 +60,46 @@ class ScalingOptions:
     scale_in_cooldown: Duration = Duration.minutes(5)
     scale_out_cooldown: Duration = Duration.minutes(1)
 
-    def validate(self, *, inference_components: bool, key_prefix: str = "scaling.") -> None:
-        """Raise ConfigError (a ValueError) naming ``key_prefix`` + the option, the value and what is accepted."""
-        if not 1 <= self.min_capacity <= self.max_capacity:
-            raise ConfigError(
-                f"{key_prefix}min_capacity",
+    def __post_init__(self) -> None:
+        args = Args("ScalingOptions")
+        args.integer("min_capacity", self.min_capacity, minimum=1)
+        args.integer("max_capacity", self.max_capacity, minimum=1)
+        if self.min_capacity > self.max_capacity:
+            raise args.error(
+                "min_capacity",
                 self.min_capacity,
-                f"1 to max_capacity ({self.max_capacity}); use scale_to_zero for a floor of 0",
+                f"at most max_capacity ({self.max_capacity}); use scale_to_zero for a floor of 0",
             )
-        if not self.target_concurrency > 0:
-            raise ConfigError(f"{key_prefix}target_concurrency", self.target_concurrency, "a number > 0")
-        if self.scale_to_zero and not inference_components:
-            raise ConfigError(
-                f"{key_prefix}scale_to_zero",
-                self.scale_to_zero,
-                "false for a single-model endpoint (SageMaker scales to zero only endpoints that host "
-                "inference components)",
+        args.number("target_concurrency", self.target_concurrency, minimum=0, exclusive_minimum=True)
+        args.boolean("scale_to_zero", self.scale_to_zero)
+        args.seconds("scale_in_cooldown", self.scale_in_cooldown)
+        args.seconds("scale_out_cooldown", self.scale_out_cooldown)
+        if self.idle_scale_in is None:
+            return
+        idle = args.duration(
+            "idle_scale_in", self.idle_scale_in, minimum=Duration.minutes(1), maximum=Duration.days(1)
+        )
+        # The idle alarm counts one-minute periods, so the length must be known now, in whole minutes.
+        if idle.is_unresolved() or idle.to_seconds() % 60:
+            raise args.error(
+                "idle_scale_in", idle, "a whole number of minutes known at synth time (Duration.minutes(n))"
             )
-        if self.idle_scale_in is not None:
-            minutes = self.idle_scale_in.to_minutes()
-            if not self.scale_to_zero:
-                raise ConfigError(
-                    f"{key_prefix}idle_scale_in", f"{minutes:g} minutes", "None unless scale_to_zero is true"
-                )
-            if not 1 <= minutes <= 1440:
-                raise ConfigError(f"{key_prefix}idle_scale_in", f"{minutes:g} minutes", "1 to 1440 minutes")
+        if not self.scale_to_zero:
+            raise args.error("idle_scale_in", idle, "None unless scale_to_zero is True")
 
     @property
     def floor(self) -> int:
         return 0 if self.scale_to_zero else self.min_capacity
+
+    def check_topology(self, args: Args, *, inference_components: bool) -> None:
+        """Scale-to-zero needs inference components; raise ``args``' ArgumentError for ``scaling.scale_to_zero``."""
+        if self.scale_to_zero and not inference_components:
+            raise args.error(
+                "scaling.scale_to_zero",
+                self.scale_to_zero,
+                "False for a single-model endpoint (SageMaker scales to zero only endpoints that host "
+                "inference components)",
+            )
 
 
 class ConcurrencyScaling(Construct):
@@ -103,6 +118,9 @@ class ConcurrencyScaling(Construct):
         metrics: EndpointMetrics,
     ) -> None:
         super().__init__(scope, construct_id)
+        args = Args("ConcurrencyScaling")
+        options = args.instance("options", options, ScalingOptions)
+        metrics = args.instance("metrics", metrics, EndpointMetrics, "an EndpointMetrics")
         component = metrics.inference_component_name
         if component is not None:
             resource_id = f"inference-component/{component}"

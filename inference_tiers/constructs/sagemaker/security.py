@@ -1,30 +1,42 @@
 """The execution role of a SageMaker LLM endpoint and the log groups it writes to, least privilege.
 
 The role may pull one image repository, read one model prefix, write to the endpoint's own log groups, and
-manage the network interfaces that place the model in the VPC. The actions without resource-level permissions
-(``ecr:GetAuthorizationToken``, ``cloudwatch:PutMetricData``, the ec2 network-interface actions) are the only
-wildcards, and each cdk-nag finding is acknowledged here with its reason.
+manage the network interfaces that place the model in this VPC's subnets with this endpoint's security group.
+Only actions without resource-level permissions (``ecr:GetAuthorizationToken``, ``cloudwatch:PutMetricData``,
+the ec2 ``Describe*`` calls) are granted on ``*``; each remaining cdk-nag finding is acknowledged here with its
+reason. SageMaker may assume the role only for this account's resources in this Region.
 """
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 
-# SageMaker places each model container in the VPC through network interfaces it creates and deletes.
-_VPC_ACTIONS = [
-    "ec2:CreateNetworkInterface",
+# SageMaker places each model container in the VPC through network interfaces it creates in the chosen subnets
+# with the endpoint's security group, lets its own account attach them (the permission actions) and deletes
+# them. All four take network-interface ARNs; CreateNetworkInterface also checks the subnet and security group.
+_ENI_CREATE = ["ec2:CreateNetworkInterface"]
+_ENI_MANAGE = [
     "ec2:CreateNetworkInterfacePermission",
     "ec2:DeleteNetworkInterface",
     "ec2:DeleteNetworkInterfacePermission",
+]
+# Read-only calls with no resource-level permissions.
+_VPC_DESCRIBE = [
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeVpcs",
     "ec2:DescribeDhcpOptions",
@@ -34,7 +46,12 @@ _VPC_ACTIONS = [
 
 
 class ExecutionRole(Construct):
-    """``role`` (assumed by SageMaker), its ``log_groups`` (KMS-encrypted, retained) and their grants."""
+    """``role`` (assumed by SageMaker), its ``log_groups`` (KMS-encrypted, retained) and their grants.
+
+    Props: ``endpoint_name`` and ``inference_component_name`` (None for a single model) name the log groups;
+    ``image`` and ``weights`` are what the role may read; ``encryption_key`` and ``log_retention`` configure the
+    log groups; ``vpc``, ``subnet_ids`` and ``security_group`` are where the model's network interfaces go.
+    """
 
     def __init__(
         self,
@@ -47,12 +64,28 @@ class ExecutionRole(Construct):
         weights: ModelWeights,
         encryption_key: kms.IKey,
         log_retention: logs.RetentionDays,
+        vpc: ec2.IVpc,
+        subnet_ids: Sequence[str],
+        security_group: ec2.ISecurityGroup,
     ) -> None:
         super().__init__(scope, construct_id)
+        args = Args("ExecutionRole")
+        args.text("endpoint_name", endpoint_name)
+        if inference_component_name is not None:
+            args.text("inference_component_name", inference_component_name)
+        args.instance("image", image, ResolvedImage)
+        args.instance("weights", weights, ModelWeights)
+        args.implements("encryption_key", encryption_key, kms.IKey)
+        args.instance("log_retention", log_retention, logs.RetentionDays)
+        args.implements("vpc", vpc, ec2.IVpc)
+        args.sequence("subnet_ids", subnet_ids, lambda name, v: args.text(name, v), min_items=1)
+        args.implements("security_group", security_group, ec2.ISecurityGroup)
+
+        stack = Stack.of(self)
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=_sagemaker_principal(stack),
             description=f"Execution role of SageMaker endpoint {endpoint_name}",
         )
         names = [f"/aws/sagemaker/Endpoints/{endpoint_name}"]
@@ -66,7 +99,27 @@ class ExecutionRole(Construct):
             ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
             [image.repository_arn],
         )
-        self._add(["ecr:GetAuthorizationToken", "cloudwatch:PutMetricData", *_VPC_ACTIONS], ["*"])
+        network_interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+        self._add(
+            _ENI_CREATE,
+            [
+                network_interfaces,
+                *(stack.format_arn(service="ec2", resource="subnet", resource_name=s) for s in subnet_ids),
+                stack.format_arn(
+                    service="ec2", resource="security-group", resource_name=security_group.security_group_id
+                ),
+            ],
+        )
+        # The interfaces exist only after SageMaker creates them, so their ids are unknown here; the VPC
+        # condition keeps the permission and delete actions to interfaces in this VPC.
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=_ENI_MANAGE,
+                resources=[network_interfaces],
+                conditions={"ArnEquals": {"ec2:Vpc": vpc.vpc_arn}},
+            )
+        )
+        self._add(["ecr:GetAuthorizationToken", "cloudwatch:PutMetricData", *_VPC_DESCRIBE], ["*"])
         for statement in weights.read_statements(self):
             self.role.add_to_principal_policy(statement)
         self._add(
@@ -77,21 +130,76 @@ class ExecutionRole(Construct):
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken, cloudwatch:PutMetricData and the ec2 network-interface actions SageMaker "
-            "needs to place the model in the VPC support no resource-level permissions; image pulls, logs and "
-            "model reads are scoped to their ARNs in the same policy",
+            "Only ecr:GetAuthorizationToken, cloudwatch:PutMetricData and the read-only ec2 Describe calls are on "
+            "*: none of them supports resource-level permissions; image pulls, model reads, logs and the "
+            "network-interface actions are scoped to their ARNs in the same policy",
         )
-        weights_id = weights.nag_resource_id(self)
-        if weights_id is not None:
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource_id(self, network_interfaces)}]",
+            "SageMaker creates the model's network interfaces at deploy time, so their ids cannot be named: "
+            "creation also needs this VPC's subnets and this endpoint's security group, and the permission and "
+            "delete actions carry an ec2:Vpc condition for this VPC",
+        )
+        objects = weights.objects_arn(self)
+        if objects is not None:
             acknowledge(
                 self.policy,
-                f"AwsSolutions-IAM5[Resource::{weights_id}]",
+                f"AwsSolutions-IAM5[Resource::{nag_resource_id(self, objects)}]",
                 "The model is a directory of files (config, tokenizer, safetensors shards) that SageMaker copies "
                 "as a whole; the wildcard covers only objects under this model's prefix",
             )
 
     def _add(self, actions: list[str], resources: list[str]) -> None:
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources))
+
+
+def _sagemaker_principal(stack: Stack) -> iam.IPrincipal:
+    """SageMaker, acting for this account in this Region only (cross-service confused-deputy protection).
+
+    For real-time, serverless and asynchronous inference SageMaker sends ``aws:SourceArn`` as
+    ``arn:<partition>:sagemaker:<region>:<account>:*``: the asterisk is part of the value, and the docs say not
+    to put a model or endpoint ARN there (docs.aws.amazon.com/sagemaker/latest/dg/
+    security-confused-deputy-prevention.html, "SageMaker AI Inference"). ``aws:SourceAccount`` repeats the
+    account; both keys must name the same one.
+    """
+    return iam.ServicePrincipal(
+        "sagemaker.amazonaws.com",
+        conditions={
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {
+                "aws:SourceArn": stack.format_arn(
+                    service="sagemaker", resource="*", arn_format=ArnFormat.NO_RESOURCE_NAME
+                )
+            },
+        },
+    )
+
+
+def nag_resource_id(scope: IConstruct, value: str) -> str:
+    """The text cdk-nag (v3) puts after ``Resource::`` in a granular finding for ``value`` (an ARN that may
+    hold tokens): references become ``<LogicalId>`` or ``<LogicalId.Attribute>``, pseudo parameters
+    ``<AWS::Region>``, and other intrinsics their JSON."""
+    return _flatten(Stack.of(scope).resolve(value))
+
+
+def _flatten(node: Any) -> str:
+    if isinstance(node, str):
+        return node.replace("${", "<").replace("}", ">")
+    if isinstance(node, dict):
+        if "Fn::Join" in node:
+            delimiter, items = node["Fn::Join"]
+            return str(delimiter).join(_flatten(item) for item in items)
+        if "Fn::Sub" in node:
+            return _flatten(node["Fn::Sub"])
+        if "Fn::GetAtt" in node:
+            resource, attribute = node["Fn::GetAtt"]
+            return f"<{_flatten(resource)}.{_flatten(attribute)}>"
+        if "Fn::ImportValue" in node:
+            return _flatten(node["Fn::ImportValue"])
+        if "Ref" in node:
+            return f"<{_flatten(node['Ref'])}>"
+    return json.dumps(node, separators=(",", ":"))
 
 
 def _log_group(
