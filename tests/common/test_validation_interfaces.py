@@ -1,4 +1,4 @@
-"""Args.implements with real jsii objects: declared interfaces pass (even where jsii's generated protocol lists
+"""Args with real jsii objects (implements, and values jsii cannot marshal): declared interfaces pass (even where jsii's generated protocol lists
 a member the class lacks), imported resources pass without their getters being read, the rest is refused."""
 
 from __future__ import annotations
@@ -85,3 +85,8 @@ def test_a_python_class_declaring_the_interface_passes_and_a_string_never_does()
     assert ARGS.implements("grantee", grantee, iam.IGrantable) is grantee
     with pytest.raises(ArgumentError, match="not a string"):
         ARGS.implements("grantee", "arn:aws:iam::123456789012:role/x", iam.IGrantable)
+
+
+def test_a_list_of_non_strings_is_described_not_sent_to_jsii() -> None:
+    with pytest.raises(ArgumentError, match=r"got \[\('A', 'b'\)\]; expected a mapping"):
+        ARGS.mapping("env", [("A", "b")])

@@ -52,7 +52,9 @@ def is_token(value: Any) -> bool:
     # Number tokens are finite floats; ints and bools never are (and jsii cannot even send NaN or infinity).
     if isinstance(value, float) and math.isfinite(value):
         return bool(Token.is_unresolved(value))
-    if isinstance(value, list):
+    # A list token is a list of (encoded) strings; a list of anything else is never one, and jsii could not
+    # even send it to Token.is_unresolved (a list of tuples raises).
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return bool(Token.is_unresolved(value))
     return False
 
@@ -267,12 +269,13 @@ class Args:
             raise self.error(param, value, description or f"a {kind.__name__}")
         return value
 
-    def implements(self, param: str, value: Any, interface: type[T], description: str | None = None) -> T:
+    def implements(self, param: str, value: T, interface: type, description: str | None = None) -> T:
         """An object that implements the jsii interface ``interface`` (``iam.IGrantable``, ``eks.ICluster``...).
 
         Accepted: a jsii object whose class (or, for an imported resource, one of its proxies) declares the
         interface, or any other object with every member the interface declares (a Python class that only
-        duck-types it). A string (an ARN where a construct is expected) never passes.
+        duck-types it). A string (an ARN where a construct is expected) never passes. ``interface`` is a plain
+        ``type`` (mypy refuses a Protocol where ``type[T]`` is expected); the value keeps its declared type.
         """
         if isinstance(value, str | bytes | int | float) or not (
             declares(value, interface) or _has_members(value, interface_members(interface))
@@ -280,7 +283,7 @@ class Args:
             raise self.error(
                 param, value, description or f"an {interface.__name__} (a construct, not a string)"
             )
-        return typing.cast(T, value)
+        return value
 
     # -- collections --------------------------------------------------------------------------------------
 
