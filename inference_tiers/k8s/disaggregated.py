@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from inference_tiers.k8s.allocatable import Resources
 
 if TYPE_CHECKING:
     from inference_tiers.constructs.common.validation import Args
@@ -51,6 +52,20 @@ DEFAULT_GPU_NODE_LABELS: Mapping[str, str] = {"inference-tiers/node-pool": "gpu-
 # the AL2023 NVIDIA AMI pre-allocates 5128 of them per node.
 HUGEPAGES_2MI = "5120Mi"
 SHM_GIB_MAX = 64
+# The DaemonSets that run on every GPU node of this tier, with their requests at the pinned versions (what
+# the scheduler subtracts before a vLLM pod fits): the EKS add-ons of EksCluster, the device-plugin charts of
+# GpuDevicePlugins, and the amazon-cloudwatch-observability v6.2.0 add-on of DisaggregatedMonitoring.
+GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
+    "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
+    "kube-proxy (EKS add-on)": Resources(cpu_millicores=100),
+    "eks-pod-identity-agent (chart: none)": Resources(),
+    "aws-efa-k8s-device-plugin (chart v0.5.30)": Resources(cpu_millicores=10, memory_mib=20),
+    "nvidia-device-plugin (chart 0.19.3: none)": Resources(),
+    "cloudwatch-agent (chart 6.2.0)": Resources(cpu_millicores=250, memory_mib=128),
+    "fluent-bit (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=25),
+    "dcgm-exporter (chart 6.2.0, GPU nodes)": Resources(cpu_millicores=250, memory_mib=128),
+    "node-exporter (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=30),
+}
 KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
 MODEL_CACHE_PATH = "/models"
 
@@ -461,7 +476,7 @@ def _gpu_container(spec: DisaggregatedWorkloadSpec, name: str) -> dict[str, Any]
     """The parts every EFA GPU container shares: image, devices, memory, pinned-memory capability, /dev/shm."""
     resources = {
         "nvidia.com/gpu": str(spec.tp),
-        "vpc.amazonaws.com/efa": str(spec.instance.efa_interfaces),
+        "vpc.amazonaws.com/efa": str(spec.efa),
         "hugepages-2Mi": HUGEPAGES_2MI,
         "memory": f"{spec.memory_gib}Gi",
     }
