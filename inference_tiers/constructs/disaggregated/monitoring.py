@@ -280,7 +280,6 @@ class DisaggregatedMonitoring(Construct):
                 }
             ),
         )
-        self.addon.node.add_dependency(self.log_group)
 
         if alarm_topic is None:
             alarm_topic = encrypted_alarm_topic(self, self.encryption_key)
