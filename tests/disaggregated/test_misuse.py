@@ -182,3 +182,51 @@ def test_the_good_arguments_of_the_cases_above_build(env: Env) -> None:
     assert serving.spec.efa == 16 and serving.spec.allowed_cidrs == ("10.0.0.0/16",)
     monitoring = env.build_monitoring(ttft_alarm_seconds=2, transfer_failure_alarm_count=3)
     assert monitoring.ttft_alarm is not None
+
+
+JUNK: list[Any] = [
+    None,
+    "",
+    "x",
+    0,
+    -1,
+    1.5,
+    True,
+    [],
+    ["x"],
+    {},
+    {"k": 1},
+    object(),
+    cdk.Duration.minutes(1),
+]
+SERVING_PARAMS = [
+    "cluster", "model_id", "instance_type", "prefill_replicas", "decode_replicas", "tensor_parallel_size",
+    "max_model_len", "namespace", "name", "image_uri", "router_image_uri", "enable_kv_store",
+    "kv_store_segment_gib_per_rank", "hf_token_secret_name", "gpu_node_labels", "router_replicas",
+    "allowed_cidrs", "startup_timeout_minutes", "extra_env", "efa_devices",
+]  # fmt: skip
+MONITORING_PARAMS = [
+    "cluster", "serving", "addon_version", "alarm_topic", "encryption_key", "ttft_alarm_seconds",
+    "transfer_failure_alarm_count",
+]  # fmt: skip
+
+
+def _only_argument_errors(build: Callable[..., Any], owner: str, param: str, value: Any) -> None:
+    # Pinned image URIs unless the case is about them: no image assets to stage, so the sweep stays fast.
+    images = {"image_uri": IMAGE, "router_image_uri": ROUTER} if build.__name__ == "build_serving" else {}
+    try:
+        build(**{**images, param: value})
+    except ArgumentError as error:
+        assert error.owner == owner and error.param.startswith(param), str(error)
+
+
+@pytest.mark.parametrize("param", SERVING_PARAMS)
+def test_any_junk_for_a_serving_parameter_is_an_argument_error_or_accepted(env: Env, param: str) -> None:
+    for junk in JUNK:
+        _only_argument_errors(env.build_serving, "DisaggregatedServing", param, junk)
+
+
+@pytest.mark.parametrize("param", MONITORING_PARAMS)
+def test_any_junk_for_a_monitoring_parameter_is_an_argument_error_or_accepted(env: Env, param: str) -> None:
+    for junk in JUNK:
+        _only_argument_errors(env.build_monitoring, "DisaggregatedMonitoring", param, junk)
