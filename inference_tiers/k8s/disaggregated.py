@@ -57,7 +57,7 @@ SHM_GIB_MAX = 64
 # GpuDevicePlugins, and the amazon-cloudwatch-observability v6.2.0 add-on of DisaggregatedMonitoring.
 GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
-    "kube-proxy (EKS add-on)": Resources(cpu_millicores=100),
+    "kube-proxy (EKS add-on; 100m as deployed, not read from a pinned source)": Resources(cpu_millicores=100),
     "eks-pod-identity-agent (chart: none)": Resources(),
     "aws-efa-k8s-device-plugin (chart v0.5.30)": Resources(cpu_millicores=10, memory_mib=20),
     "nvidia-device-plugin (chart 0.19.3: none)": Resources(),
