@@ -156,14 +156,17 @@ def ipv4_cidr(min_prefix: int = 0, max_prefix: int = 32) -> Parser:
     return parse
 
 
+# A container image reference with an explicit tag other than ``latest``, or a sha256 digest (also used by
+# the constructs that take image URIs, so a context key and a constructor argument accept the same images).
+PINNED_IMAGE_PATTERN = r"([\w.-]+(:[0-9]+)?/)?[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})"
+PINNED_IMAGE_DESCRIPTION = (
+    "a container image with a pinned tag (not latest) or an @sha256 digest, such as vllm/vllm-openai:v0.10.1"
+)
+
+
 def pinned_image() -> Parser:
     """A container image reference with an explicit tag other than ``latest``, or a sha256 digest."""
-    return text(
-        r"([\w.-]+(:[0-9]+)?/)?[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})",
-        description="a container image with a pinned tag (not latest) or an @sha256 digest, "
-        "such as vllm/vllm-openai:v0.10.1",
-        max_length=512,
-    )
+    return text(PINNED_IMAGE_PATTERN, description=PINNED_IMAGE_DESCRIPTION, max_length=512)
 
 
 def optional(inner: Parser) -> Parser:

@@ -1,4 +1,4 @@
-"""The Kubernetes workload of the disaggregated tier, rendered as plain dicts (no CDK, testable alone).
+"""The Kubernetes workload of the disaggregated tier, rendered as plain dicts (no constructs, testable alone).
 
 vLLM prefill and decode pools joined by vLLM's point-to-point ``MooncakeConnector`` over EFA, vllm-router in
 front (Kubernetes service discovery of both pools), an internal load balancer, and optionally a
@@ -10,17 +10,27 @@ flag used here is checked by the tests against the flag lists of the pinned vers
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from inference_tiers.k8s.allocatable import Resources
+
+if TYPE_CHECKING:
+    from inference_tiers.constructs.common.validation import Args
+
+T = TypeVar("T")
 
 Manifest = dict[str, Any]
 Role = Literal["prefill", "decode"]
 ROLES: tuple[Role, Role] = ("prefill", "decode")
+# The instance types the pods can run on: one pod per node takes every EFA device of the instance.
+EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 
 # Ports. 8998 is vLLM's default Mooncake bootstrap port (VLLM_MOONCAKE_BOOTSTRAP_PORT); the router reads it
 # from the pod annotation below. 30000/29000 are vllm-router's defaults; 50051/9003 are mooncake_master's.
@@ -42,6 +52,20 @@ DEFAULT_GPU_NODE_LABELS: Mapping[str, str] = {"inference-tiers/node-pool": "gpu-
 # the AL2023 NVIDIA AMI pre-allocates 5128 of them per node.
 HUGEPAGES_2MI = "5120Mi"
 SHM_GIB_MAX = 64
+# The DaemonSets that run on every GPU node of this tier, with their requests at the pinned versions (what
+# the scheduler subtracts before a vLLM pod fits): the EKS add-ons of EksCluster, the device-plugin charts of
+# GpuDevicePlugins, and the amazon-cloudwatch-observability v6.2.0 add-on of DisaggregatedMonitoring.
+GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
+    "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
+    "kube-proxy (EKS add-on; 100m as deployed, not read from a pinned source)": Resources(cpu_millicores=100),
+    "eks-pod-identity-agent (chart: none)": Resources(),
+    "aws-efa-k8s-device-plugin (chart v0.5.30)": Resources(cpu_millicores=10, memory_mib=20),
+    "nvidia-device-plugin (chart 0.19.3: none)": Resources(),
+    "cloudwatch-agent (chart 6.2.0)": Resources(cpu_millicores=250, memory_mib=128),
+    "fluent-bit (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=25),
+    "dcgm-exporter (chart 6.2.0, GPU nodes)": Resources(cpu_millicores=250, memory_mib=128),
+    "node-exporter (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=30),
+}
 KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
 MODEL_CACHE_PATH = "/models"
 
@@ -62,18 +86,50 @@ def is_label_map(labels: object) -> bool:
     )
 
 
-def _reject(prop: str, value: Any, accepted: str) -> ValueError:
-    return ValueError(f"{prop}: got {value!r}; expected {accepted}")
+# The shared argument checks are imported on first use: inference_tiers.constructs imports this module.
+def _args(owner: str) -> Args:
+    from inference_tiers.constructs.common.validation import Args
+
+    return Args(owner)
 
 
-def _check_range(prop: str, value: int, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _reject(prop, value, f"an integer from {low} to {high}")
+def _is_token(value: Any) -> bool:
+    from inference_tiers.constructs.common.validation import is_token
+
+    return is_token(value)
+
+
+def image_reference(args: Args, param: str, value: Any) -> str:
+    """A pinned container image (tag other than latest, or a digest), or a deploy-time token such as
+    ``repository.repository_uri_for_tag(...)`` or a ``DockerImageAsset``'s ``image_uri`` (passed on unparsed)."""
+    return args.text(
+        param, value, pattern=PINNED_IMAGE_PATTERN, max_length=512, description=PINNED_IMAGE_DESCRIPTION
+    )
+
+
+def _ipv4_cidr(args: Args, param: str, value: Any) -> str:
+    cidr = args.text(param, value, description="an IPv4 CIDR block such as 10.0.0.0/16")
+    if _is_token(cidr):
+        return cidr
+    try:
+        ipaddress.IPv4Network(cidr)
+    except ValueError:
+        raise args.error(
+            param, cidr, "an IPv4 CIDR block such as 10.0.0.0/16 (network address, no host bits)"
+        ) from None
+    return cidr
+
+
+def _optional(value: Any, check: Callable[[Any], T]) -> T | None:
+    return None if value is None else check(value)
 
 
 @dataclass(frozen=True)
 class DisaggregatedWorkloadSpec:
-    """Everything the manifests depend on; validated on creation (ValueError naming prop, value, accepted)."""
+    """Everything the manifests depend on, validated on creation: a wrong value is an ``ArgumentError`` (a
+    ``ValueError``) naming ``owner`` (the class, or the construct that builds the spec), the field, the value
+    and what is accepted. Deploy-time tokens are accepted for the model id, the images, the CIDRs, the Secret
+    name and the ``extra_env`` values, and never parsed."""
 
     model_id: str
     """Hugging Face model id (``meta-llama/Llama-3.3-70B-Instruct``) or a path vLLM can load."""
@@ -103,81 +159,128 @@ class DisaggregatedWorkloadSpec:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """More environment for the vLLM pods, e.g. Mooncake's registration tuning on p5
     (``MC_EFA_NIC_SELECTION=local``, ``MC_MAX_CONCURRENT_REG_MR=16``). Cannot replace the variables set here."""
+    efa_devices: int | None = None
+    """EFA devices each vLLM pod requests: what the GPU node group attaches. Default: all of the instance's."""
+    owner: InitVar[str] = "DisaggregatedWorkloadSpec"
+    """The name error messages start with (the construct that builds this spec from its own arguments)."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.model_id, str) or not self.model_id.strip() or len(self.model_id) > 512:
-            raise _reject(
-                "model_id", self.model_id, "a Hugging Face model id or model path (1-512 characters)"
-            )
+    def __post_init__(self, owner: str) -> None:
+        args = _args(owner)
+        self._set(
+            "model_id",
+            args.text(
+                "model_id",
+                self.model_id,
+                pattern=r"\S+",
+                max_length=512,
+                description="a Hugging Face model id or model path without spaces",
+            ),
+        )
+        self._set("instance_type", args.one_of("instance_type", self.instance_type, EFA_INSTANCE_TYPES))
         facts = self.instance
-        if not facts.supports_efa:
-            efa = ", ".join(n for n, f in GPU_INSTANCE_TYPES.items() if f.supports_efa)
-            raise _reject("instance_type", self.instance_type, f"an instance type with EFA: {efa}")
-        tp = self.tensor_parallel_size
-        if tp is not None and (
-            isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= facts.gpus or facts.gpus % tp
-        ):
+        if self.tensor_parallel_size is not None:
             divisors = [d for d in range(1, facts.gpus + 1) if facts.gpus % d == 0]
-            raise _reject(
-                "tensor_parallel_size", tp, f"a divisor of the {facts.gpus} GPUs of {facts.name}: {divisors}"
+            accepted = f"a divisor of the {facts.gpus} GPUs of {facts.name}: {divisors}, or None for all"
+            tp = self.tensor_parallel_size
+            if isinstance(tp, bool) or not isinstance(tp, int) or tp not in divisors:
+                raise args.error("tensor_parallel_size", tp, accepted)
+        for param, low, high in (
+            ("prefill_replicas", 1, 64),
+            ("decode_replicas", 1, 64),
+            ("router_replicas", 1, 10),
+            ("startup_timeout_minutes", 10, 240),
+            ("kv_store_segment_gib_per_rank", 1, 1024),
+        ):
+            args.integer(param, getattr(self, param), minimum=low, maximum=high)
+        _optional(
+            self.max_model_len, lambda v: args.integer("max_model_len", v, minimum=256, maximum=10_485_760)
+        )
+        _optional(
+            self.efa_devices,
+            lambda v: args.integer("efa_devices", v, minimum=1, maximum=facts.efa_interfaces),
+        )
+        for param in ("name", "namespace"):
+            args.text(
+                param,
+                getattr(self, param),
+                pattern=_DNS_LABEL.pattern,
+                allow_token=False,
+                description="a DNS label: lowercase letters, digits and '-', starting with a letter, "
+                "1-40 characters",
             )
-        _check_range("prefill_replicas", self.prefill_replicas, 1, 64)
-        _check_range("decode_replicas", self.decode_replicas, 1, 64)
-        _check_range("router_replicas", self.router_replicas, 1, 10)
-        _check_range("startup_timeout_minutes", self.startup_timeout_minutes, 10, 240)
-        if self.max_model_len is not None:
-            _check_range("max_model_len", self.max_model_len, 256, 10_485_760)
-        for prop, value in (("name", self.name), ("namespace", self.namespace)):
-            if not isinstance(value, str) or not _DNS_LABEL.fullmatch(value):
-                raise _reject(prop, value, "a DNS label: lowercase letters, digits and '-', 1-40 characters")
-        for prop, value in (("vllm_image", self.vllm_image), ("router_image", self.router_image)):
-            if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-                raise _reject(prop, value, "a container image URI without spaces")
-        if self.hf_token_secret_name is not None and not _DNS_SUBDOMAIN.fullmatch(self.hf_token_secret_name):
-            raise _reject(
+        for param in ("vllm_image", "router_image"):
+            image_reference(args, param, getattr(self, param))
+        _optional(
+            self.hf_token_secret_name,
+            lambda v: args.text(
                 "hf_token_secret_name",
-                self.hf_token_secret_name,
-                "a Secret name (DNS subdomain, 1-253) or None",
-            )
-        if not self.gpu_node_labels or not is_label_map(self.gpu_node_labels):
-            raise _reject(
-                "gpu_node_labels", self.gpu_node_labels, "a non-empty map of Kubernetes label keys to values"
-            )
-        if isinstance(self.allowed_cidrs, str) or not self.allowed_cidrs:
-            raise _reject("allowed_cidrs", self.allowed_cidrs, "a non-empty list of CIDR blocks")
+                v,
+                pattern=_DNS_SUBDOMAIN.pattern,
+                description="a Kubernetes Secret name (DNS subdomain, 1-253 characters) or None",
+            ),
+        )
+        args.boolean("enable_kv_store", self.enable_kv_store)
+        labels = args.mapping(
+            "gpu_node_labels",
+            self.gpu_node_labels,
+            lambda p, v: args.text(
+                p,
+                v,
+                pattern=_LABEL_VALUE.pattern,
+                min_length=0,
+                allow_token=False,
+                description="a Kubernetes label value",
+            ),
+            key_pattern=_LABEL_KEY.pattern,
+        )
+        if not labels:
+            raise args.error("gpu_node_labels", labels, "at least one node label (the EFA node group's)")
+        self._set("gpu_node_labels", labels)
+        cidrs = self.allowed_cidrs
+        if not _is_token(cidrs):
+            cidrs = args.sequence("allowed_cidrs", cidrs, lambda p, v: _ipv4_cidr(args, p, v), min_items=1)
+        self._set("allowed_cidrs", tuple(cidrs))
         managed = {e["name"] for role in ROLES for e in _vllm_env(self, role, extra=False)}
         managed |= {"MOONCAKE_CONFIG_PATH", "HF_TOKEN"}
-        if not isinstance(self.extra_env, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and k not in managed
-            for k, v in self.extra_env.items()
-        ):
-            raise _reject(
-                "extra_env",
-                self.extra_env,
-                f"a map of environment variable names to strings, none of {sorted(managed)}",
-            )
+        env = args.mapping(
+            "extra_env",
+            self.extra_env,
+            lambda p, v: args.text(p, v, min_length=0, description="a string"),
+            key_pattern=_ENV_NAME.pattern,
+        )
+        for key in env:
+            if key in managed:
+                raise args.error(
+                    "extra_env key", key, f"a variable other than those set here: {sorted(managed)}"
+                )
+        self._set("extra_env", env)
         if self.enable_kv_store:
-            _check_range("kv_store_segment_gib_per_rank", self.kv_store_segment_gib_per_rank, 1, 1024)
             pool = self.kv_store_segment_gib_per_rank * self.tp
             budget = self.memory_gib // 2
             if pool > budget:
-                raise _reject(
+                raise args.error(
                     "kv_store_segment_gib_per_rank",
                     self.kv_store_segment_gib_per_rank,
                     f"at most {budget // self.tp} GiB per rank: {self.tp} ranks must fit in half of the "
                     f"pod's {self.memory_gib} GiB memory limit on {facts.name}",
                 )
 
+    def _set(self, name: str, value: Any) -> None:
+        """Store the checked (normalized) value of a field of this frozen dataclass."""
+        object.__setattr__(self, name, value)
+
     @property
     def instance(self) -> GpuInstanceType:
-        facts = GPU_INSTANCE_TYPES.get(self.instance_type)
-        if facts is None:
-            raise _reject("instance_type", self.instance_type, f"one of {', '.join(GPU_INSTANCE_TYPES)}")
-        return facts
+        return GPU_INSTANCE_TYPES[self.instance_type]
 
     @property
     def tp(self) -> int:
         return self.tensor_parallel_size or self.instance.gpus
+
+    @property
+    def efa(self) -> int:
+        """EFA devices per vLLM pod."""
+        return self.efa_devices or self.instance.efa_interfaces
 
     @property
     def memory_gib(self) -> int:
@@ -373,7 +476,7 @@ def _gpu_container(spec: DisaggregatedWorkloadSpec, name: str) -> dict[str, Any]
     """The parts every EFA GPU container shares: image, devices, memory, pinned-memory capability, /dev/shm."""
     resources = {
         "nvidia.com/gpu": str(spec.tp),
-        "vpc.amazonaws.com/efa": str(spec.instance.efa_interfaces),
+        "vpc.amazonaws.com/efa": str(spec.efa),
         "hugepages-2Mi": HUGEPAGES_2MI,
         "memory": f"{spec.memory_gib}Gi",
     }

@@ -50,11 +50,11 @@ from inference_tiers.constructs.eks.efa_node_group import (
     EfaNodeGroup,
 )
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Disaggregated"
 
-_EFA_INSTANCE_TYPES = tuple(name for name, facts in GPU_INSTANCE_TYPES.items() if facts.supports_efa)
 _AZ_NAME = r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]"
 _IMAGE_URI = optional(pinned_image())
 
@@ -68,7 +68,7 @@ class DisaggregatedSettings:
         "Hugging Face model id served by both the prefill and the decode pools",
     )
     instance_type: str = setting(
-        choice(*_EFA_INSTANCE_TYPES), "EC2 GPU instance type with EFA for the prefill and decode nodes"
+        choice(*EFA_INSTANCE_TYPES), "EC2 GPU instance type with EFA for the prefill and decode nodes"
     )
     prefill_nodes: int = setting(
         integer(1, 32), "prefill nodes, one vLLM prefill instance (kv_producer) each"
@@ -99,15 +99,11 @@ class DisaggregatedSettings:
     )
     image_uri: str | None = setting(
         _IMAGE_URI,
-        "vLLM + EFA + Mooncake image; null: the pinned tag built from assets/disaggregated/vllm in this account's ECR",
+        "vLLM + EFA + Mooncake image; null: built from assets/disaggregated/vllm by cdk deploy (needs Docker)",
     )
     router_image_uri: str | None = setting(
         _IMAGE_URI,
-        "vllm-router image; null: the pinned tag built from assets/disaggregated/router in this account's ECR",
-    )
-    build_images: bool = setting(
-        boolean(),
-        "build both images from assets/disaggregated at deploy time (needs Docker) instead of the URIs",
+        "vllm-router image; null: built from assets/disaggregated/router by cdk deploy (needs Docker)",
     )
     enable_kv_store: bool = setting(
         boolean(),
@@ -166,12 +162,6 @@ class DisaggregatedSettings:
                 "disaggregated.availability_zones",
                 None,
                 "two AZ names, the reservation's AZ first: a reservation only serves instances in its own AZ",
-            )
-        if self.build_images and (self.image_uri or self.router_image_uri):
-            raise ConfigError(
-                "disaggregated.build_images",
-                self.build_images,
-                "false when disaggregated.image_uri or disaggregated.router_image_uri is set (build or pull, not both)",
             )
         if (
             self.availability_zones is not None
@@ -262,10 +252,10 @@ class DisaggregatedStack(Stack):
             max_model_len=settings.max_model_len,
             image_uri=settings.image_uri,
             router_image_uri=settings.router_image_uri,
-            build_images=settings.build_images,
             enable_kv_store=settings.enable_kv_store,
             hf_token_secret_name=settings.hf_token_secret_name,
             gpu_node_labels={"inference-tiers/node-pool": EFA_NODE_POOL},
+            efa_devices=self.gpu_nodes.efa_interfaces,
         )
         # The pods request nvidia.com/gpu and vpc.amazonaws.com/efa, which only the device plugins advertise.
         self.serving.node.add_dependency(self.device_plugins)

@@ -242,6 +242,27 @@ def test_device_plugins_are_pinned_and_tolerate_the_gpu_taint(default: dict[str,
     assert (taint["Key"], taint["Effect"]) == (gpu_taint["key"], "NO_SCHEDULE")
 
 
+def test_serving_manifests_wait_for_both_device_plugin_charts(default: dict[str, Any]) -> None:
+    # The pods request nvidia.com/gpu and vpc.amazonaws.com/efa, which only the two device plugins advertise.
+    charts = {
+        r["Properties"]["Chart"]: name
+        for name, r in _resources(default, "Custom::AWSCDK-EKS-HelmChart").items()
+        if name.startswith("DevicePlugins")
+    }
+    assert set(charts) == {"aws-efa-k8s-device-plugin", "nvidia-device-plugin"}
+    serving = {
+        name: r
+        for name, r in _resources(default, "Custom::AWSCDK-EKS-KubernetesResource").items()
+        if name.startswith("Serving")
+    }
+    assert sorted(n.removeprefix("Serving").rstrip("0123456789ABCDEF") for n in serving) == [
+        "Namespace",
+        "Workload",
+    ]
+    for name, resource in serving.items():
+        assert set(charts.values()) <= set(resource.get("DependsOn", [])), name
+
+
 def test_outputs_are_exactly_the_cross_team_contract(default: dict[str, Any]) -> None:
     outputs = default["Outputs"]
     assert set(outputs) == {"RouterEndpoint", "EksClusterName", "KubeconfigCommand", "DashboardUrl"}
@@ -321,11 +342,6 @@ def test_default_settings_and_account_requirements() -> None:
         ({"public_endpoint_cidrs": "10.0.0.1/8"}, "public_endpoint_cidrs[0]", r"IPv4 CIDR"),
         ({"admin_principal_arn": "Admin"}, "admin_principal_arn", r"IAM role or user ARN"),
         ({"prefill_nodes": "0"}, "prefill_nodes", r"integer from 1 to 32"),
-        (
-            {"build_images": "true", "image_uri": "public.ecr.aws/x/vllm:1.0"},
-            "build_images",
-            r"false when disaggregated.image_uri",
-        ),
         ({"image_uri": "vllm-latest"}, "image_uri", r"a container image with a pinned tag"),
         ({"image_uri": "public.ecr.aws/x/vllm:latest"}, "image_uri", r"pinned tag \(not latest\)"),
         ({"router_image_uri": "localhost:5000/router"}, "router_image_uri", r"pinned tag .* or an @sha256"),

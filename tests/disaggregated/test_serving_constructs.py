@@ -14,7 +14,6 @@ import pytest
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
-from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.constructs.disaggregated.monitoring import (
@@ -26,15 +25,15 @@ from inference_tiers.constructs.disaggregated.monitoring import (
     DisaggregatedMonitoring,
 )
 from inference_tiers.constructs.disaggregated.serving import (
-    ROUTER_IMAGE_TAG,
-    VLLM_IMAGE_TAG,
+    ROUTER_DOCKERFILE_DIR,
+    VLLM_DOCKERFILE_DIR,
     DisaggregatedServing,
 )
 from inference_tiers.k8s.disaggregated import render_workload
-from tests.harness import DATA_DIR, PROJECT_ROOT, cfn_lint_errors
+from tests.disaggregated.helpers import MODEL, make_cluster
+from tests.harness import DATA_DIR, cfn_lint_errors
 
 DATA = DATA_DIR / "disaggregated"
-MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 
 
 @dataclass
@@ -47,17 +46,6 @@ class Built:
     @property
     def template(self) -> Template:
         return Template.from_stack(self.stack)
-
-
-def make_cluster(stack: cdk.Stack) -> eks.Cluster:
-    return eks.Cluster(
-        stack,
-        "Cluster",
-        version=eks.KubernetesVersion.V1_35,
-        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-        default_capacity=0,
-        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
-    )
 
 
 def build(**serving_props: Any) -> Built:
@@ -78,7 +66,7 @@ def built() -> Built:
 
 @pytest.fixture(scope="module")
 def built_kv_store() -> Built:
-    return build(enable_kv_store=True, build_images=True)
+    return build(enable_kv_store=True)
 
 
 def resources(template: Template, cfn_type: str) -> dict[str, dict[str, Any]]:
@@ -87,13 +75,21 @@ def resources(template: Template, cfn_type: str) -> dict[str, dict[str, Any]]:
 
 
 def join_text(value: Any) -> str:
-    """A Fn::Join (or plain string) as text, with every token replaced by <TOKEN>."""
+    """A Fn::Join (or plain string) as text: a Fn::Sub part as its template, every other token as <TOKEN>."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        return str(separator).join(join_text(p) if isinstance(p, str) else "<TOKEN>" for p in parts)
+        return str(separator).join(_part_text(p) for p in parts)
     raise AssertionError(f"not a string or Fn::Join: {value!r}")
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+        return str(part["Fn::Sub"])
+    return "<TOKEN>"
 
 
 def manifests(built: Built) -> dict[str, list[dict[str, Any]]]:
@@ -131,25 +127,62 @@ def test_namespace_is_applied_before_the_workload(built: Built) -> None:
     ]
 
 
-def test_default_images_are_pinned_tags_in_the_deploying_accounts_ecr(built: Built) -> None:
-    workload = manifests(built)["Workload"]
-    images = {
+def deployment_images(built: Built) -> dict[str, str]:
+    return {
         m["metadata"]["name"]: m["spec"]["template"]["spec"]["containers"][0]["image"]
-        for m in workload
+        for m in manifests(built)["Workload"]
         if m["kind"] == "Deployment"
     }
-    vllm = f"<TOKEN>.dkr.ecr.<TOKEN>.<TOKEN>/inference-tiers/vllm-mooncake-efa:{VLLM_IMAGE_TAG}"
-    assert images == {
+
+
+def bootstrap_asset_image(asset_hash: str) -> str:
+    """The URI a DockerImageAsset resolves to: the CDK bootstrap's container asset repository, content tag."""
+    return (
+        "${AWS::AccountId}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/"
+        f"cdk-hnb659fds-container-assets-${{AWS::AccountId}}-${{AWS::Region}}:{asset_hash}"
+    )
+
+
+def test_default_images_are_built_from_the_packaged_dockerfiles_into_the_bootstrap_repository(
+    built_kv_store: Built,
+) -> None:
+    serving = built_kv_store.serving
+    assert serving.vllm_image_asset is not None and serving.router_image_asset is not None
+    vllm = bootstrap_asset_image(serving.vllm_image_asset.asset_hash)
+    router = bootstrap_asset_image(serving.router_image_asset.asset_hash)
+    assert deployment_images(built_kv_store) == {
+        "vllm-pd-mooncake-master": vllm,
         "vllm-pd-prefill": vllm,
         "vllm-pd-decode": vllm,
-        "vllm-pd-router": f"<TOKEN>.dkr.ecr.<TOKEN>.<TOKEN>/inference-tiers/vllm-router:{ROUTER_IMAGE_TAG}",
+        "vllm-pd-router": router,
     }
-    # The tags name the versions the Dockerfiles pin.
-    dockerfile = (PROJECT_ROOT / "inference_tiers/assets/disaggregated/vllm/Dockerfile").read_text()
-    for part in re.findall(r"[a-z]+([0-9][0-9.a-z]*?)(?=-|$)", VLLM_IMAGE_TAG):
-        assert part in dockerfile, part
-    router_dockerfile = (PROJECT_ROOT / "inference_tiers/assets/disaggregated/router/Dockerfile").read_text()
-    assert f"VLLM_ROUTER_VERSION={ROUTER_IMAGE_TAG}" in router_dockerfile
+    assembly = built_kv_store.app.synth()
+    images = json.loads(Path(assembly.directory, "Test.assets.json").read_text())["dockerImages"]
+    assert set(images) == {serving.vllm_image_asset.asset_hash, serving.router_image_asset.asset_hash}
+    for asset_hash, image in images.items():
+        # Built for the x86_64 GPU and system nodes, from exactly the packaged Dockerfile.
+        assert image["source"]["platform"] == "linux/amd64"
+        staged = Path(assembly.directory, image["source"]["directory"], "Dockerfile").read_text()
+        packaged = (
+            VLLM_DOCKERFILE_DIR
+            if asset_hash == serving.vllm_image_asset.asset_hash
+            else ROUTER_DOCKERFILE_DIR
+        )
+        assert staged == (packaged / "Dockerfile").read_text()
+        (destination,) = image["destinations"].values()
+        assert (
+            destination["repositoryName"] == "cdk-hnb659fds-container-assets-${AWS::AccountId}-${AWS::Region}"
+        )
+        assert destination["imageTag"] == asset_hash
+
+
+def test_an_image_uri_replaces_only_its_own_image_asset() -> None:
+    b = build(image_uri="public.ecr.aws/example/vllm-efa:1.0")
+    assert b.serving.vllm_image_asset is None and b.serving.router_image_asset is not None
+    images = deployment_images(b)
+    assert images["vllm-pd-prefill"] == images["vllm-pd-decode"] == "public.ecr.aws/example/vllm-efa:1.0"
+    assert images["vllm-pd-router"] == bootstrap_asset_image(b.serving.router_image_asset.asset_hash)
+    b.template.resource_count_is("AWS::ECR::Repository", 0)  # the bootstrap's repository holds the assets
 
 
 def test_load_balancer_admits_the_vpc_cidr_by_default(built: Built) -> None:
@@ -178,54 +211,6 @@ def test_router_endpoint_is_read_back_from_the_service(built: Built) -> None:
     assert join_text(resolved) == "http://<TOKEN>:80"
 
 
-def test_build_images_uses_the_dockerfile_assets(built_kv_store: Built) -> None:
-    serving = built_kv_store.serving
-    assert serving.vllm_image_asset is not None and serving.router_image_asset is not None
-    assembly = built_kv_store.app.synth()
-    asset_manifest = json.loads(Path(assembly.directory, "Test.assets.json").read_text())
-    docker = asset_manifest["dockerImages"].values()
-    assert len(docker) == 2 and {d["source"]["platform"] for d in docker} == {"linux/amd64"}
-    staged = {Path(assembly.directory, d["source"]["directory"], "Dockerfile").read_text() for d in docker}
-    assets = PROJECT_ROOT / "inference_tiers/assets/disaggregated"
-    assert staged == {(assets / sub / "Dockerfile").read_text() for sub in ("vllm", "router")}
-    workload = manifests(built_kv_store)["Workload"]
-    images = {
-        m["spec"]["template"]["spec"]["containers"][0]["image"] for m in workload if m["kind"] == "Deployment"
-    }
-    assert images == {"<TOKEN>"}  # the asset URIs, resolved at deploy time
-    raw = next(
-        r
-        for k, r in resources(built_kv_store.template, "Custom::AWSCDK-EKS-KubernetesResource").items()
-        if "Workload" in k
-    )
-    assert "container-assets" in json.dumps(raw["Properties"]["Manifest"])
-    assert "vllm-mooncake-efa" not in json.dumps(raw["Properties"]["Manifest"])
-    kinds = [m["kind"] for m in workload]
-    assert kinds[:3] == ["ConfigMap", "Deployment", "Service"]  # store config and master before the pods
-
-
-def test_build_images_and_an_image_uri_are_exclusive() -> None:
-    with pytest.raises(ValueError, match=r"build_images: got True together with image_uri='x'"):
-        build(build_images=True, image_uri="x")
-
-
-def test_serving_props_are_validated_before_any_kubernetes_object() -> None:
-    with pytest.raises(ValueError, match=r"tensor_parallel_size: got 16; expected a divisor of the 8 GPUs"):
-        build(tensor_parallel_size=16)
-    with pytest.raises(
-        ValueError, match=r"instance_type: got 'g6.xlarge'; expected an instance type with EFA"
-    ):
-        build_on_new_cluster(instance_type="g6.xlarge")
-
-
-@pytest.mark.parametrize("cidr", ["10.0.0.0/33", "internal", "10.0.0.1/8", "fd00::/8"])
-def test_allowed_cidrs_must_be_ipv4_blocks(cidr: str) -> None:
-    with pytest.raises(
-        ValueError, match=rf"allowed_cidrs: got '{re.escape(cidr)}'; expected IPv4 CIDR blocks"
-    ):
-        build_on_new_cluster(instance_type="p5.48xlarge", allowed_cidrs=["10.0.0.0/16", cidr])
-
-
 def test_allowed_cidrs_reach_the_load_balancer_service() -> None:
     serving = build_on_new_cluster(
         instance_type="p5.48xlarge", allowed_cidrs=["10.0.0.0/16", "192.168.0.0/24"]
@@ -242,13 +227,6 @@ def build_on_new_cluster(*, kubectl: bool = True, **props: Any) -> Disaggregated
     stack = cdk.Stack(cdk.App(), "S")
     cluster = make_cluster(stack) if kubectl else eks.Cluster(stack, "C", version=eks.KubernetesVersion.V1_35)
     return DisaggregatedServing(stack, "Serving", cluster=cluster, **{"model_id": MODEL, **props})
-
-
-def test_a_cluster_without_kubectl_is_rejected_with_an_actionable_error() -> None:
-    with pytest.raises(
-        ValueError, match=r"cluster: got 'S/C' without a kubectl provider; expected .*KubectlV35Layer"
-    ):
-        build_on_new_cluster(kubectl=False, instance_type="p5.48xlarge")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -376,7 +354,7 @@ def test_alarms_on_ttft_and_transfer_failures_go_to_an_encrypted_topic(built: Bu
     assert failures["Properties"]["Threshold"] == 1
     built.template.has_resource_properties(
         "AWS::SNS::Topic",
-        {"KmsMasterKeyId": {"Fn::GetAtt": [Match.string_like_regexp("MonitoringAlarmTopicKey"), "Arn"]}},
+        {"KmsMasterKeyId": {"Fn::GetAtt": [Match.string_like_regexp("MonitoringKey"), "Arn"]}},
     )
     built.template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
     key_policy = json.dumps(
@@ -408,28 +386,6 @@ def test_an_existing_topic_is_used_as_is() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "props,match",
-    [
-        ({"ttft_alarm_seconds": 0}, r"ttft_alarm_seconds: got 0; expected a number from 0.05 to 600"),
-        ({"ttft_alarm_seconds": 601}, r"ttft_alarm_seconds: got 601"),
-        ({"ttft_alarm_seconds": "10"}, r"ttft_alarm_seconds: got '10'; expected a number"),
-        ({"ttft_alarm_seconds": True}, r"ttft_alarm_seconds: got True; expected a number"),
-        ({"transfer_failure_alarm_count": 0}, r"transfer_failure_alarm_count: got 0; expected an integer"),
-        ({"transfer_failure_alarm_count": 1.5}, r"transfer_failure_alarm_count: got 1.5"),
-    ],
-)
-def test_monitoring_props_are_validated(props: dict[str, Any], match: str) -> None:
-    app = cdk.App()
-    stack = cdk.Stack(app, "S")
-    cluster = make_cluster(stack)
-    serving = DisaggregatedServing(
-        stack, "Serving", cluster=cluster, model_id=MODEL, instance_type="p5.48xlarge"
-    )
-    with pytest.raises(ValueError, match=match):
-        DisaggregatedMonitoring(stack, "M", cluster=cluster, serving=serving, **props)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Template hygiene
 # ---------------------------------------------------------------------------------------------------------
@@ -456,3 +412,20 @@ def test_logs_and_keys_are_retained(built: Built) -> None:
         found = resources(built.template, cfn_type)
         assert found
         assert all(r.get("DeletionPolicy") == "Retain" for r in found.values()), cfn_type
+
+
+def test_metrics_log_group_is_encrypted_with_a_key_only_cloudwatch_logs_of_that_group_may_use(
+    built: Built,
+) -> None:
+    template = built.template
+    (key_id,) = resources(template, "AWS::KMS::Key")
+    (log_group,) = resources(template, "AWS::Logs::LogGroup").values()
+    assert log_group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    statements = resources(template, "AWS::KMS::Key")[key_id]["Properties"]["KeyPolicy"]["Statement"]
+    logs = [s for s in statements if "logs." in json.dumps(s.get("Principal", {}))]
+    assert len(logs) == 1
+    condition = json.dumps(logs[0]["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"])
+    assert "/aws/containerinsights/" in condition and "/inference-tiers" in condition
+    # The same key encrypts the default alarm topic.
+    (topic,) = resources(template, "AWS::SNS::Topic").values()
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}

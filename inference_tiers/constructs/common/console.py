@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import cast
+from functools import cached_property
+from typing import Any, cast
 
 from aws_cdk import Aws, CfnMapping, Stack
 from aws_cdk import aws_cloudwatch as cw
@@ -25,3 +26,18 @@ def dashboard_url(dashboard: cw.Dashboard) -> str:
     return (
         f"https://{host}/cloudwatch/home?region={Aws.REGION}#dashboards/dashboard/{dashboard.dashboard_name}"
     )
+
+
+def lazy_dashboard_url(attribute: str = "dashboard") -> cached_property[str]:
+    """A property for a construct class: :func:`dashboard_url` of its ``attribute`` dashboard, on first read.
+
+    The console-host mapping is added to the stack only when something reads the URL, so a stack that
+    composes the construct without using the URL carries no unreferenced ``ConsoleHosts`` mapping (cfn-lint
+    W7001). Use it as a class attribute: ``dashboard_url = lazy_dashboard_url()``.
+    """
+
+    def url(construct: Any) -> str:
+        dashboard: cw.Dashboard = getattr(construct, attribute)
+        return dashboard_url(dashboard)
+
+    return cached_property(url)

@@ -22,6 +22,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from aws_cdk import Duration, Token
+from jsii._reference_map import InterfaceDynamicProxy
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
@@ -51,7 +52,9 @@ def is_token(value: Any) -> bool:
     # Number tokens are finite floats; ints and bools never are (and jsii cannot even send NaN or infinity).
     if isinstance(value, float) and math.isfinite(value):
         return bool(Token.is_unresolved(value))
-    if isinstance(value, list):
+    # A list token is a list of (encoded) strings; a list of anything else is never one, and jsii could not
+    # even send it to Token.is_unresolved (a list of tuples raises).
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return bool(Token.is_unresolved(value))
     return False
 
@@ -65,7 +68,15 @@ def describe(value: Any) -> str:
     if value is None or isinstance(value, str | int | float | bool | Enum | list | tuple | dict | set):
         shown = repr(value)
         return shown if len(shown) <= _MAX_SHOWN else shown[: _MAX_SHOWN - 3] + "..."
-    return f"a {type(value).__name__}"
+    return f"a {_type_name(value)}"
+
+
+def _type_name(value: Any) -> str:
+    """The class name, or for an object jsii returns typed as interfaces (an imported resource) those names."""
+    if isinstance(value, InterfaceDynamicProxy):
+        delegates = vars(value).get("_delegates") or []
+        return "+".join(type(d).__name__.strip("_").removesuffix("Proxy") for d in delegates) or "jsii object"
+    return type(value).__name__
 
 
 def interface_members(interface: type) -> frozenset[str]:
@@ -76,6 +87,38 @@ def interface_members(interface: type) -> frozenset[str]:
             continue
         names.update(name for name in vars(klass) if not name.startswith("_"))
     return frozenset(names)
+
+
+def declares(value: Any, interface: type) -> bool:
+    """Whether the jsii object ``value`` says it implements ``interface`` (or an interface extending it).
+
+    jsii records this on the class (``@jsii.implements``, which ``aws_eks_v2.Cluster`` uses) or, for an object
+    jsii returns typed as an interface (``Cluster.from_cluster_attributes``), on the proxy classes it builds
+    for it. Checking declarations, not members, matters: jsii's generated ``ICluster`` lists a member that
+    ``Cluster`` does not have, and reading a member of an imported resource can raise.
+    """
+    jsii_type = vars(interface).get("__jsii_type__")
+    delegates = vars(value).get("_delegates") if isinstance(value, InterfaceDynamicProxy) else None
+    for candidate in delegates if isinstance(delegates, list) else [value]:
+        for klass in type(candidate).__mro__:
+            declared = vars(klass).get("__jsii_ifaces__", ())
+            if any(interface in iface.__mro__ for iface in declared):
+                return True
+            if jsii_type is not None and vars(klass).get("__jsii_type__") == jsii_type:
+                return True
+    return False
+
+
+def _has_members(value: Any, members: frozenset[str]) -> bool:
+    """Whether ``value`` has every one of ``members`` (a member whose getter raises still counts as present)."""
+
+    def has(name: str) -> bool:
+        try:
+            return hasattr(value, name)
+        except Exception:  # a jsii getter that refuses to answer (an imported resource's unknown attribute)
+            return True
+
+    return bool(members) and all(has(m) for m in members)
 
 
 class Args:
@@ -249,25 +292,21 @@ class Args:
             raise self.error(param, value, description or f"a {kind.__name__}")
         return value
 
-    def implements(
-        self, param: str, value: Any, interface: Callable[..., T], description: str | None = None
-    ) -> T:
-        """An object with every member of the jsii interface ``interface`` (``iam.IGrantable``, ``ec2.IVpc``...).
+    def implements(self, param: str, value: T, interface: type, description: str | None = None) -> T:
+        """An object that implements the jsii interface ``interface`` (``iam.IGrantable``, ``eks.ICluster``...).
 
-        jsii interfaces are not runtime-checkable Protocols, so this checks their declared members; a string
-        (an ARN where a construct is expected) never passes. (``interface`` is typed as a callable because mypy
-        refuses a Protocol where ``type[T]`` is expected.)
+        Accepted: a jsii object whose class (or, for an imported resource, one of its proxies) declares the
+        interface, or any other object with every member the interface declares (a Python class that only
+        duck-types it). A string (an ARN where a construct is expected) never passes. ``interface`` is a plain
+        ``type`` (mypy refuses a Protocol where ``type[T]`` is expected); the value keeps its declared type.
         """
-        members = interface_members(typing.cast(type, interface))
-        if (
-            isinstance(value, str | bytes | int | float)
-            or not members
-            or not all(_has_member(value, m) for m in members)
+        if isinstance(value, str | bytes | int | float) or not (
+            declares(value, interface) or _has_members(value, interface_members(interface))
         ):
             raise self.error(
                 param, value, description or f"an {interface.__name__} (a construct, not a string)"
             )
-        return typing.cast(T, value)
+        return value
 
     # -- collections --------------------------------------------------------------------------------------
 
@@ -322,13 +361,6 @@ class Args:
                 raise self.error(f"{param} key", key, accepted)
             checked[key] = value_check(f"{param}[{key!r}]", v) if value_check else v
         return checked
-
-
-def _has_member(value: Any, member: str) -> bool:
-    try:
-        return hasattr(value, member)
-    except RuntimeError:  # jsii raised reading a property that exists (an imported VPC's vpc_cidr_block)
-        return True
 
 
 def _range_text(

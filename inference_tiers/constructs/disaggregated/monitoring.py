@@ -30,9 +30,14 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from inference_tiers.constructs.common.console import dashboard_url
-from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
+from inference_tiers.constructs.common.console import lazy_dashboard_url
+from inference_tiers.constructs.common.encryption import (
+    allow_log_encryption,
+    encrypted_alarm_topic,
+    retained_key,
+)
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
 
@@ -176,9 +181,12 @@ class DisaggregatedMonitoring(Construct):
 
     :param cluster: the EKS cluster (needs the EKS Pod Identity agent add-on for the agent's role).
     :param serving: the workload to watch (namespace, role labels, whether the KV store is on).
-    :param addon_version: ``amazon-cloudwatch-observability`` version. Default
-        ``CLOUDWATCH_OBSERVABILITY_ADDON_VERSION``.
-    :param alarm_topic: where alarms go. Default: a new SNS topic encrypted with a new KMS key.
+    :param addon_version: ``amazon-cloudwatch-observability`` version (``v<major>.<minor>.<patch>-eksbuild.<n>``,
+        or a token). Default ``CLOUDWATCH_OBSERVABILITY_ADDON_VERSION``.
+    :param alarm_topic: where alarms go. Default: a new SNS topic encrypted with ``encryption_key``.
+    :param encryption_key: KMS key of the metrics log group and of the default alarm topic. Default: a new
+        key with rotation, retained with the logs it protects. A key you pass must let CloudWatch Logs use it
+        (this construct adds that statement to a key defined in your app; an imported key's policy is yours).
     :param ttft_alarm_seconds: alarm when the mean decode-side TTFT stays above this, 0.05-600. Default 10.
     :param transfer_failure_alarm_count: alarm when P/D hand-off errors in 5 minutes reach this, 1-10000.
         Default 1.
@@ -193,35 +201,43 @@ class DisaggregatedMonitoring(Construct):
         serving: DisaggregatedServing,
         addon_version: str = CLOUDWATCH_OBSERVABILITY_ADDON_VERSION,
         alarm_topic: sns.ITopic | None = None,
+        encryption_key: kms.IKey | None = None,
         ttft_alarm_seconds: float = 10.0,
         transfer_failure_alarm_count: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
-        if (
-            isinstance(ttft_alarm_seconds, bool)
-            or not isinstance(ttft_alarm_seconds, (int, float))
-            or not 0.05 <= ttft_alarm_seconds <= 600
-        ):
-            raise ValueError(
-                f"ttft_alarm_seconds: got {ttft_alarm_seconds!r}; expected a number from 0.05 to 600"
-            )
-        if (
-            isinstance(transfer_failure_alarm_count, bool)
-            or not isinstance(transfer_failure_alarm_count, int)
-            or not 1 <= transfer_failure_alarm_count <= 10_000
-        ):
-            raise ValueError(
-                f"transfer_failure_alarm_count: got {transfer_failure_alarm_count!r}; "
-                "expected an integer from 1 to 10000"
-            )
+        args = Args("DisaggregatedMonitoring")
+        cluster = args.implements("cluster", cluster, eks.ICluster)
+        serving = args.instance("serving", serving, DisaggregatedServing)
+        addon_version = args.text(
+            "addon_version",
+            addon_version,
+            pattern=r"v\d+\.\d+\.\d+-eksbuild\.\d+",
+            description="an EKS add-on version such as v6.2.0-eksbuild.1",
+        )
+        if alarm_topic is not None:
+            alarm_topic = args.implements("alarm_topic", alarm_topic, sns.ITopic)
+        if encryption_key is not None:
+            encryption_key = args.implements("encryption_key", encryption_key, kms.IKey)
+        ttft_alarm_seconds = args.number("ttft_alarm_seconds", ttft_alarm_seconds, minimum=0.05, maximum=600)
+        transfer_failure_alarm_count = args.integer(
+            "transfer_failure_alarm_count", transfer_failure_alarm_count, minimum=1, maximum=10_000
+        )
         self._cluster_name = cluster.cluster_name
         self._namespace = serving.namespace
 
-        # EMF log events land here; CloudWatch extracts the metrics from them.
+        self.encryption_key: kms.IKey = encryption_key or retained_key(
+            self, "Key", "Encrypts the disaggregated tier's metrics log group and alarm topic"
+        )
+        # EMF log events land here; CloudWatch extracts the metrics from them. CloudWatch Logs encrypts them
+        # with the key (the agent writing them needs no key permission).
+        log_group_name = f"/aws/containerinsights/{cluster.cluster_name}/inference-tiers"
+        allow_log_encryption(self.encryption_key, self, log_group_name)
         self.log_group = logs.LogGroup(
             self,
             "MetricsLogGroup",
-            log_group_name=f"/aws/containerinsights/{cluster.cluster_name}/inference-tiers",
+            log_group_name=log_group_name,
+            encryption_key=self.encryption_key,
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.RETAIN,
         )
@@ -264,13 +280,10 @@ class DisaggregatedMonitoring(Construct):
                 }
             ),
         )
-        self.addon.node.add_dependency(self.log_group)
 
         if alarm_topic is None:
-            self.alarm_key: kms.Key | None = retained_key(
-                self, "AlarmTopicKey", "Encrypts the disaggregated tier's alarm topic"
-            )
-            alarm_topic = encrypted_alarm_topic(self, self.alarm_key)
+            alarm_topic = encrypted_alarm_topic(self, self.encryption_key)
+            self.alarm_key: kms.IKey | None = self.encryption_key
         else:
             self.alarm_key = None
         self.alarm_topic = alarm_topic
@@ -380,7 +393,10 @@ class DisaggregatedMonitoring(Construct):
         widgets.append(cw.AlarmStatusWidget(title="Alarms", alarms=self.alarms))
         for i in range(0, len(widgets), 2):
             self.dashboard.add_widgets(*(w for w in widgets[i : i + 2]))
-        self.dashboard_url = dashboard_url(self.dashboard)
+
+    dashboard_url = lazy_dashboard_url()
+    """Console URL of the dashboard (a deploy-time string). Reading it adds the partition's console-host
+    mapping to the dashboard's stack, so a stack that never uses the URL gets no unreferenced mapping."""
 
     def _metric(self, name: str, role: str, statistic: str, minutes: int = 1) -> cw.Metric:
         """One series of the exporter's single dimension set (ClusterName, Namespace, Role)."""

@@ -1,82 +1,71 @@
 """DisaggregatedServing: vLLM prefill/decode pools joined by Mooncake over EFA, behind vllm-router, on EKS.
 
-The manifests come from :mod:`inference_tiers.k8s.disaggregated` (pure, tested alone); this construct picks
+The manifests come from :mod:`inference_tiers.k8s.disaggregated` (pure, tested alone); this construct builds
 the images, fills in deploy-time values (account, region, VPC CIDR) and applies the manifests to the cluster.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from aws_cdk import Aws, Duration, Token
+from aws_cdk import Duration
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.validation import Args
 from inference_tiers.k8s.disaggregated import (
     DEFAULT_GPU_NODE_LABELS,
     LOAD_BALANCER_PORT,
     DisaggregatedWorkloadSpec,
+    image_reference,
     render_namespace,
     render_workload,
 )
 
 ASSETS = ASSETS_DIR / "disaggregated"
-
-# The tags the Dockerfiles under assets/disaggregated build (docs/disaggregated.md, "Images"). They name every
-# pinned part, so a tag always means the same contents.
-VLLM_IMAGE_REPOSITORY = "inference-tiers/vllm-mooncake-efa"
-VLLM_IMAGE_TAG = "vllm0.33.0-mooncake0.3.13.post1-efa1.50.0"
-ROUTER_IMAGE_REPOSITORY = "inference-tiers/vllm-router"
-ROUTER_IMAGE_TAG = "0.1.17"
-
-
-def _is_ipv4_cidr(value: str) -> bool:
-    try:
-        ipaddress.IPv4Network(value)
-    except ValueError:
-        return False
-    return True
-
-
-def default_image_uri(repository: str, tag: str) -> str:
-    """``<account>.dkr.ecr.<region>.<suffix>/<repository>:<tag>`` of the deploying account and region."""
-    return f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{repository}:{tag}"
+# The Dockerfiles of the two images (docs/disaggregated.md, "Images"); every version in them is pinned.
+VLLM_DOCKERFILE_DIR = ASSETS / "vllm"
+ROUTER_DOCKERFILE_DIR = ASSETS / "router"
 
 
 class DisaggregatedServing(Construct):
     """Prefill and decode vLLM pools (MooncakeConnector over EFA), vllm-router and an internal NLB on EKS.
 
     :param cluster: the EKS cluster (with a kubectl provider) whose GPU node group has EFA devices.
-    :param model_id: Hugging Face model id vLLM serves (weights are downloaded at pod start).
+    :param model_id: Hugging Face model id vLLM serves (weights are downloaded at pod start), or a path vLLM
+        can load; a deploy-time token is accepted.
     :param instance_type: EC2 type of the GPU nodes (must support EFA); sizes TP, EFA devices and memory.
     :param prefill_replicas: prefill pods (one per node), 1-64. Default 1.
     :param decode_replicas: decode pods (one per node), 1-64. Default 1.
     :param tensor_parallel_size: TP of every pod, a divisor of the node's GPUs. Default: all GPUs of the node.
-    :param max_model_len: context length. Default: the model's.
+    :param max_model_len: context length, 256-10485760. Default: the model's.
     :param namespace: namespace created for the workload. Default ``inference``.
     :param name: prefix of every Kubernetes object (and the router's selectors). Default ``vllm-pd``.
-    :param image_uri: vLLM image (vLLM + EFA user space + ``mooncake-transfer-engine-efa``). Default: the
-        pinned tag ``inference-tiers/vllm-mooncake-efa:<VLLM_IMAGE_TAG>`` in the deploying account's ECR, built
-        from ``assets/disaggregated/vllm/Dockerfile`` (docs/disaggregated.md, "Images").
-    :param router_image_uri: vllm-router image. Default: ``inference-tiers/vllm-router:0.1.17`` in the
-        deploying account's ECR, built from ``assets/disaggregated/router/Dockerfile``.
-    :param build_images: build both images from the Dockerfiles as CDK assets at deploy time (needs Docker
-        where ``cdk deploy`` runs) instead of using the URIs. Default False.
+    :param image_uri: vLLM image (vLLM + EFA user space + ``mooncake-transfer-engine-efa-cuda13``) with a
+        pinned tag or digest, or a token (``repository.repository_uri_for_tag(...)``). Default: built from
+        ``assets/disaggregated/vllm/Dockerfile`` as a CDK image asset by ``cdk deploy`` (needs Docker there) and
+        pushed to the CDK bootstrap's container asset repository (docs/disaggregated.md, "Images").
+    :param router_image_uri: vllm-router image, as ``image_uri``. Default: built from
+        ``assets/disaggregated/router/Dockerfile`` the same way.
     :param enable_kv_store: add ``mooncake_master`` and the shared KV pool (``MooncakeStoreConnector`` through
         ``MultiConnector``). Default False (docs/disaggregated.md: reported unstable upstream, vLLM PR #56939).
-    :param kv_store_segment_gib_per_rank: DRAM per GPU rank given to the pool. Default 32.
+    :param kv_store_segment_gib_per_rank: DRAM per GPU rank given to the pool, 1-1024. Default 32.
     :param hf_token_secret_name: Secret (key ``token``) with a Hugging Face token for gated models, created
-        by you; None for public models. Default ``hf-token``.
+        by you (a token is accepted); None for public models. Default ``hf-token``.
     :param gpu_node_labels: labels that select the EFA GPU nodes (besides the instance type). Default
-        ``{"inference-tiers/node-pool": "gpu-efa"}`` (the EFA node group's label). The pods tolerate the ``nvidia.com/gpu`` taint.
+        ``{"inference-tiers/node-pool": "gpu-efa"}`` (the EFA node group's label). The pods tolerate the
+        ``nvidia.com/gpu`` taint.
     :param router_replicas: router pods, 1-10. Default 1.
-    :param allowed_cidrs: clients the internal load balancer admits. Default: the cluster VPC's CIDR.
+    :param allowed_cidrs: IPv4 CIDRs of the clients the internal load balancer admits (tokens accepted, for
+        example a CIDR exported by another stack). Default: the cluster VPC's CIDR.
     :param startup_timeout_minutes: how long a vLLM pod may take to start, 10-240. Default 60.
     :param extra_env: more environment for the vLLM pods (for example ``MC_EFA_NIC_SELECTION=local`` to register
-        GPU memory only on each GPU's local EFA devices). Default: none.
+        GPU memory only on each GPU's local EFA devices); values may be tokens. Default: none.
+    :param efa_devices: EFA devices each vLLM pod requests, 1 to the instance's: what the node group attaches
+        (``EfaNodeGroup.efa_interfaces``). Default: all of the instance's.
     """
 
     def __init__(
@@ -95,7 +84,6 @@ class DisaggregatedServing(Construct):
         name: str = "vllm-pd",
         image_uri: str | None = None,
         router_image_uri: str | None = None,
-        build_images: bool = False,
         enable_kv_store: bool = False,
         kv_store_segment_gib_per_rank: int = 32,
         hf_token_secret_name: str | None = "hf-token",
@@ -104,49 +92,40 @@ class DisaggregatedServing(Construct):
         allowed_cidrs: Sequence[str] | None = None,
         startup_timeout_minutes: int = 60,
         extra_env: Mapping[str, str] | None = None,
+        efa_devices: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        args = Args("DisaggregatedServing")
+        cluster = args.implements("cluster", cluster, eks.ICluster)
         if cluster.kubectl_provider is None:
-            raise ValueError(
-                f"cluster: got {cluster.node.path!r} without a kubectl provider; expected a cluster created with "
-                "kubectl_provider_options (a kubectl layer such as KubectlV35Layer), which add_manifest needs"
+            raise args.error(
+                "cluster",
+                cluster,
+                "a cluster created with kubectl_provider_options (a kubectl layer such as KubectlV35Layer), "
+                "which add_manifest needs",
             )
-        if build_images and (image_uri is not None or router_image_uri is not None):
-            raise ValueError(
-                f"build_images: got True together with image_uri={image_uri!r} / "
-                f"router_image_uri={router_image_uri!r}; expected either build_images=True or image URIs"
-            )
+        if image_uri is not None:
+            image_reference(args, "image_uri", image_uri)
+        if router_image_uri is not None:
+            image_reference(args, "router_image_uri", router_image_uri)
 
-        for cidr in allowed_cidrs or ():
-            if not Token.is_unresolved(cidr) and not _is_ipv4_cidr(cidr):
-                raise ValueError(
-                    f"allowed_cidrs: got {cidr!r}; expected IPv4 CIDR blocks such as 10.0.0.0/16 "
-                    "(the load balancer's loadBalancerSourceRanges)"
-                )
-
+        # Images nobody passed are built from the packaged Dockerfiles at deploy time (CDK image assets), so a
+        # first deploy needs no manual push; their URIs are deploy-time tokens.
         self.vllm_image_asset: ecr_assets.DockerImageAsset | None = None
         self.router_image_asset: ecr_assets.DockerImageAsset | None = None
-        if build_images:
-            self.vllm_image_asset = ecr_assets.DockerImageAsset(
-                self, "VllmImage", directory=str(ASSETS / "vllm"), platform=ecr_assets.Platform.LINUX_AMD64
-            )
-            self.router_image_asset = ecr_assets.DockerImageAsset(
-                self,
-                "RouterImage",
-                directory=str(ASSETS / "router"),
-                platform=ecr_assets.Platform.LINUX_AMD64,
-            )
-            vllm_image = self.vllm_image_asset.image_uri
-            router_image = self.router_image_asset.image_uri
-        else:
-            vllm_image = image_uri or default_image_uri(VLLM_IMAGE_REPOSITORY, VLLM_IMAGE_TAG)
-            router_image = router_image_uri or default_image_uri(ROUTER_IMAGE_REPOSITORY, ROUTER_IMAGE_TAG)
+        if image_uri is None:
+            self.vllm_image_asset = _image_asset(self, "VllmImage", VLLM_DOCKERFILE_DIR)
+            image_uri = self.vllm_image_asset.image_uri
+        if router_image_uri is None:
+            self.router_image_asset = _image_asset(self, "RouterImage", ROUTER_DOCKERFILE_DIR)
+            router_image_uri = self.router_image_asset.image_uri
 
+        # The pure spec makes every other check, reported as this construct's (same parameter names).
         self.spec = DisaggregatedWorkloadSpec(
             model_id=model_id,
             instance_type=instance_type,
-            vllm_image=vllm_image,
-            router_image=router_image,
+            vllm_image=image_uri,
+            router_image=router_image_uri,
             prefill_replicas=prefill_replicas,
             decode_replicas=decode_replicas,
             tensor_parallel_size=tensor_parallel_size,
@@ -156,17 +135,17 @@ class DisaggregatedServing(Construct):
             enable_kv_store=enable_kv_store,
             kv_store_segment_gib_per_rank=kv_store_segment_gib_per_rank,
             hf_token_secret_name=hf_token_secret_name,
-            gpu_node_labels=dict(gpu_node_labels if gpu_node_labels is not None else DEFAULT_GPU_NODE_LABELS),
+            gpu_node_labels=DEFAULT_GPU_NODE_LABELS if gpu_node_labels is None else gpu_node_labels,
             router_replicas=router_replicas,
-            allowed_cidrs=tuple(allowed_cidrs)
-            if allowed_cidrs is not None
-            else (cluster.vpc.vpc_cidr_block,),
+            allowed_cidrs=(cluster.vpc.vpc_cidr_block,) if allowed_cidrs is None else allowed_cidrs,
             startup_timeout_minutes=startup_timeout_minutes,
-            extra_env=dict(extra_env or {}),
+            extra_env={} if extra_env is None else extra_env,
+            efa_devices=efa_devices,
+            owner=args.owner,
         )
         self.cluster = cluster
-        self.vllm_image_uri = vllm_image
-        self.router_image_uri = router_image
+        self.vllm_image_uri = image_uri
+        self.router_image_uri = router_image_uri
 
         # Namespace first, then everything in it: one kubectl apply each, ordered by a dependency.
         self.namespace_manifest = eks.KubernetesManifest(
@@ -198,3 +177,12 @@ class DisaggregatedServing(Construct):
     @property
     def namespace(self) -> str:
         return self.spec.namespace
+
+
+def _image_asset(scope: Construct, construct_id: str, directory: Path) -> ecr_assets.DockerImageAsset:
+    """``directory``'s Dockerfile, built for the x86_64 GPU nodes by ``cdk deploy`` and pushed to the CDK
+    bootstrap's container asset repository (tagged with the content hash, which that repository keeps
+    immutable)."""
+    return ecr_assets.DockerImageAsset(
+        scope, construct_id, directory=str(directory), platform=ecr_assets.Platform.LINUX_AMD64
+    )

@@ -126,7 +126,7 @@ class LiteLLMGateway(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("LiteLLMGateway")
-        args.implements("vpc", vpc, ec2.IVpc)  # type: ignore[type-abstract]
+        args.implements("vpc", vpc, ec2.IVpc)
 
         def target(name: str, value: object) -> GatewayTarget:
             if not isinstance(value, GATEWAY_TARGETS):
@@ -145,7 +145,7 @@ class LiteLLMGateway(Construct):
         if certificate is not None:
             if allow_http:
                 raise args.error("allow_http", True, "False when a certificate is given (HTTPS is used)")
-            args.implements("certificate", certificate, acm.ICertificate)  # type: ignore[type-abstract]
+            args.implements("certificate", certificate, acm.ICertificate)
         if domain_name is not None:
             args.text("domain_name", domain_name, pattern=r"([a-z0-9-]{1,63}\.)+[a-z]{2,63}", max_length=253)
         cidr = (
@@ -187,9 +187,9 @@ class LiteLLMGateway(Construct):
         args.integer("memory_mib", memory_mib, minimum=cpu * 2, maximum=cpu * 8)
         args.integer("workers", workers, minimum=1, maximum=max(1, cpu // 512))
         if upstream_api_key is not None:
-            args.implements("upstream_api_key", upstream_api_key, secretsmanager.ISecret)  # type: ignore[type-abstract]
+            args.implements("upstream_api_key", upstream_api_key, secretsmanager.ISecret)
         if encryption_key is not None:
-            args.implements("encryption_key", encryption_key, kms.IKey)  # type: ignore[type-abstract]
+            args.implements("encryption_key", encryption_key, kms.IKey)
         args.instance("log_retention", log_retention, logs.RetentionDays)
         capacity = args.sequence(
             "database_capacity",

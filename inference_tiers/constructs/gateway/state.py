@@ -51,8 +51,8 @@ class GatewayDatabase(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("GatewayDatabase")
-        args.implements("vpc", vpc, ec2.IVpc)  # type: ignore[type-abstract]
-        args.implements("encryption_key", encryption_key, kms.IKey)  # type: ignore[type-abstract]
+        args.implements("vpc", vpc, ec2.IVpc)
+        args.implements("encryption_key", encryption_key, kms.IKey)
         low = args.number("min_capacity", min_capacity, minimum=0.5, maximum=256)
         args.number("max_capacity", max_capacity, minimum=max(1, low), maximum=256)
         args.duration("rotation", rotation, minimum=Duration.days(1), maximum=Duration.days(365))
@@ -161,8 +161,8 @@ class GatewayCache(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("GatewayCache")
-        args.implements("vpc", vpc, ec2.IVpc)  # type: ignore[type-abstract]
-        args.implements("encryption_key", encryption_key, kms.IKey)  # type: ignore[type-abstract]
+        args.implements("vpc", vpc, ec2.IVpc)
+        args.implements("encryption_key", encryption_key, kms.IKey)
         args.text("node_type", node_type, pattern=r"cache\.[a-z0-9]+\.[a-z0-9]+", allow_token=False)
         args.text("engine_version", engine_version, pattern=r"[0-9]+\.[0-9]+", allow_token=False)
         self.auth_secret = secretsmanager.Secret(

@@ -73,7 +73,7 @@ class BedrockTarget:
             FoundationModel | CrossRegionProfile | ApplicationProfile,  # type: ignore[arg-type]
             "a FoundationModel, CrossRegionProfile or ApplicationProfile",
         )
-        args.implements("guardrail", self.guardrail, IVersionedGuardrail)  # type: ignore[type-abstract]
+        args.implements("guardrail", self.guardrail, IVersionedGuardrail)
         if self.base_model_id is not None:
             args.text("base_model_id", self.base_model_id, allow_token=False)
 
