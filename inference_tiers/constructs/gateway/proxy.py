@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from aws_cdk import Annotations, CfnElement, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_certificatemanager as acm
@@ -36,6 +35,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.validation import Args
@@ -45,7 +45,7 @@ from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayT
 from inference_tiers.litellm import config as litellm
 from inference_tiers.litellm.database import bootstrap_queries
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "gateway"
+ASSETS = ASSETS_DIR / "gateway"
 CONTAINER_NAME = "litellm"
 API_PORT, ADMIN_PORT = 443, 8443
 HTTP_API_PORT, HTTP_ADMIN_PORT = 80, 8080
