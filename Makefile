@@ -1,6 +1,6 @@
 # Self-bootstrapping targets: each creates .venv and node_modules when missing or stale, then runs.
 #   make synth   synthesize the default tier (cdk.json) offline into cdk.out/, cdk-nag included, and report
-#   make test    the whole test suite
+#   make test    the whole test suite (first installs the real components the tests start: see test-tools)
 #   make lint    ruff + mypy --strict on the package
 #   make bench   CLI synth time of each tier against an empty CDK app
 # Pass context through CDK_ARGS, e.g. `make synth CDK_ARGS="-c tier=sagemaker"`.
@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 CDK := npx --no-install cdk
 CDK_ARGS ?=
 
-.PHONY: bootstrap synth test lint bench clean
+.PHONY: bootstrap test-tools synth test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +38,17 @@ node_modules/.installed: package.json package-lock.json
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
+# The real components the tests run on loopback, each installed by its own idempotent script (apt packages need
+# root or sudo; the scripts say so when they cannot install).
+test-tools:
+	bash tools/gateway/setup.sh
+
 synth: $(VENV)/.installed-app node_modules/.installed
 	rm -rf cdk.out
 	$(CDK) synth --quiet --no-notices --output cdk.out $(CDK_ARGS)
 	$(BIN)/python tools/synth_report.py cdk.out
 
-test: bootstrap
+test: bootstrap test-tools
 	$(BIN)/python -m pytest
 
 lint: bootstrap

@@ -15,14 +15,12 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.allocatable import Resources
-
-if TYPE_CHECKING:
-    from inference_tiers.constructs.common.validation import Args
+from inference_tiers.validation import Args, is_token
 
 T = TypeVar("T")
 
@@ -86,19 +84,6 @@ def is_label_map(labels: object) -> bool:
     )
 
 
-# The shared argument checks are imported on first use: inference_tiers.constructs imports this module.
-def _args(owner: str) -> Args:
-    from inference_tiers.constructs.common.validation import Args
-
-    return Args(owner)
-
-
-def _is_token(value: Any) -> bool:
-    from inference_tiers.constructs.common.validation import is_token
-
-    return is_token(value)
-
-
 def image_reference(args: Args, param: str, value: Any) -> str:
     """A pinned container image (tag other than latest, or a digest), or a deploy-time token such as
     ``repository.repository_uri_for_tag(...)`` or a ``DockerImageAsset``'s ``image_uri`` (passed on unparsed)."""
@@ -109,7 +94,7 @@ def image_reference(args: Args, param: str, value: Any) -> str:
 
 def _ipv4_cidr(args: Args, param: str, value: Any) -> str:
     cidr = args.text(param, value, description="an IPv4 CIDR block such as 10.0.0.0/16")
-    if _is_token(cidr):
+    if is_token(cidr):
         return cidr
     try:
         ipaddress.IPv4Network(cidr)
@@ -165,7 +150,7 @@ class DisaggregatedWorkloadSpec:
     """The name error messages start with (the construct that builds this spec from its own arguments)."""
 
     def __post_init__(self, owner: str) -> None:
-        args = _args(owner)
+        args = Args(owner)
         self._set(
             "model_id",
             args.text(
@@ -237,7 +222,7 @@ class DisaggregatedWorkloadSpec:
             raise args.error("gpu_node_labels", labels, "at least one node label (the EFA node group's)")
         self._set("gpu_node_labels", labels)
         cidrs = self.allowed_cidrs
-        if not _is_token(cidrs):
+        if not is_token(cidrs):
             cidrs = args.sequence("allowed_cidrs", cidrs, lambda p, v: _ipv4_cidr(args, p, v), min_items=1)
         self._set("allowed_cidrs", tuple(cidrs))
         managed = {e["name"] for role in ROLES for e in _vllm_env(self, role, extra=False)}

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference_tiers.constructs.common.validation import Args, is_token
+from inference_tiers.validation import Args, is_token
 
 # The LiteLLM release this project is built and tested against. The tool venv installs exactly this version
 # (tools/gateway/requirements.txt) and the image is the same release, pinned by digest (docs/gateway.md).

@@ -13,7 +13,7 @@ Data API's named parameters, ``:'password'`` for a psql variable.
 
 from __future__ import annotations
 
-from inference_tiers.constructs.common.validation import Args
+from inference_tiers.validation import Args
 
 IDENTIFIER = r"[a-z_][a-z0-9_]{0,62}"
 

@@ -37,7 +37,6 @@ from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
-from inference_tiers.constructs.common.validation import Args, ArgumentError
 from inference_tiers.constructs.sagemaker.capacity import (
     MAX_INSTANCE_POOLS,
     ROUTING_STRATEGIES,
@@ -51,6 +50,7 @@ from inference_tiers.constructs.sagemaker.monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker.scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.tier import Tier
+from inference_tiers.validation import Args, ArgumentError
 
 STACK_NAME = "InferenceTiers-SageMaker"
 KEY_PREFIX = "sagemaker."

@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
 
-from inference_tiers.constructs.common.validation import Args, ArgumentError, describe, is_token
+from inference_tiers.validation import Args, ArgumentError, describe, is_token
 
 ARGS = Args("Widget")
 

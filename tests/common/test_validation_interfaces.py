@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
-from inference_tiers.constructs.common.validation import Args, ArgumentError, declares
+from inference_tiers.validation import Args, ArgumentError, declares
 
 ARGS = Args("Widget")
 

@@ -14,10 +14,10 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
-from inference_tiers.constructs.common.validation import ArgumentError
 from inference_tiers.constructs.disaggregated.monitoring import DisaggregatedMonitoring
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
 from inference_tiers.k8s.disaggregated import DisaggregatedWorkloadSpec
+from inference_tiers.validation import ArgumentError
 from tests.disaggregated.helpers import MODEL, make_cluster
 
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-tiers/vllm-mooncake-efa:t"

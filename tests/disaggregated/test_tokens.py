@@ -14,10 +14,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
-from inference_tiers.constructs.common.validation import ArgumentError
 from inference_tiers.constructs.disaggregated.monitoring import DisaggregatedMonitoring
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
 from inference_tiers.k8s.disaggregated import DisaggregatedWorkloadSpec, render
+from inference_tiers.validation import ArgumentError
 from tests.disaggregated.helpers import make_cluster
 
 

@@ -15,7 +15,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
 from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, ImportedGuardrail
-from inference_tiers.constructs.common.validation import ArgumentError
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
     GatewayCache,
@@ -35,6 +34,7 @@ from inference_tiers.litellm.config import (
     render_config,
 )
 from inference_tiers.litellm.database import bootstrap_queries
+from inference_tiers.validation import ArgumentError
 
 GUARDRAIL = ImportedGuardrail(
     guardrail_arn="arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", guardrail_version="2"

@@ -31,12 +31,12 @@ from inference_tiers.constructs import (
     SageMakerLlmEndpoint,
     ScalingOptions,
 )
-from inference_tiers.constructs.common.validation import ArgumentError
 from inference_tiers.constructs.sagemaker.capacity import Capacity
 from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.monitoring import EndpointMonitoring
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling
 from inference_tiers.constructs.sagemaker.security import ExecutionRole
+from inference_tiers.validation import ArgumentError
 
 S3_WEIGHTS = "s3://weights-bucket/models/qwen3-8b/"
 LLM = "SageMakerLlmEndpoint"

@@ -37,9 +37,9 @@ from inference_tiers.constructs.common.encryption import (
     retained_key,
 )
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
+from inference_tiers.validation import Args
 
 # Pinned add-on build. v6.2.0-eksbuild.1 is the first the CloudWatch docs name for OpenTelemetry-based Container
 # Insights; the agent's appended collector configuration (``agent.otelConfig``) supports the prometheus receiver,

@@ -15,7 +15,6 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.k8s.disaggregated import (
     DEFAULT_GPU_NODE_LABELS,
     LOAD_BALANCER_PORT,
@@ -24,6 +23,7 @@ from inference_tiers.k8s.disaggregated import (
     render_namespace,
     render_workload,
 )
+from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "disaggregated"
 # The Dockerfiles of the two images (docs/disaggregated.md, "Images"); every version in them is pinned.

@@ -17,8 +17,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.gateway.proxy import LiteLLMGateway
+from inference_tiers.validation import Args
 
 NAMESPACE = "InferenceTiers/Gateway"
 BUDGET_MESSAGE = "Budget has been exceeded"

@@ -38,12 +38,12 @@ from constructs import Construct
 from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.gateway.checkov import skip_check
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
 from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
 from inference_tiers.litellm import config as litellm
 from inference_tiers.litellm.database import bootstrap_queries
+from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "gateway"
 CONTAINER_NAME = "litellm"

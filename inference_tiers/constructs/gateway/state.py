@@ -16,7 +16,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args
+from inference_tiers.validation import Args
 
 DATABASE_NAME = "litellm"
 APP_USERNAME = "litellm"

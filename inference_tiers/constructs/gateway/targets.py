@@ -26,7 +26,6 @@ from inference_tiers.constructs.bedrock.model_access import (
     ModelSource,
 )
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args, is_token
 from inference_tiers.litellm.config import (
     MODEL_NAME_PATTERN,
     BedrockModel,
@@ -35,6 +34,7 @@ from inference_tiers.litellm.config import (
     OpenAICompatibleModel,
     SageMakerModel,
 )
+from inference_tiers.validation import Args, is_token
 
 
 class IVersionedGuardrail(IGuardrail, Protocol):

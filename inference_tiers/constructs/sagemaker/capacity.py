@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 from aws_cdk import aws_sagemaker as sagemaker
 
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.instance_types import (
     GPU_INSTANCE_TYPES,
     SAGEMAKER_PREFIX,
     GpuInstanceType,
     find_gpu_instance_type,
 )
+from inference_tiers.validation import Args
 
 MAX_INSTANCE_POOLS = 5
 # The most GPUs any instance type in the table has: an upper bound before the per-pool check.

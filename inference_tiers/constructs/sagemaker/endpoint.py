@@ -37,7 +37,6 @@ from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args, is_token
 from inference_tiers.constructs.sagemaker.capacity import (
     Capacity,
     capacity_reservation_config,
@@ -64,6 +63,7 @@ from inference_tiers.constructs.sagemaker.monitoring import (
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling, ScalingOptions
 from inference_tiers.constructs.sagemaker.security import ExecutionRole, nag_resource_id
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
+from inference_tiers.validation import Args, is_token
 
 VARIANT_NAME = "AllTraffic"
 # Large models take tens of minutes to download and load; SageMaker accepts 60-3600 s.

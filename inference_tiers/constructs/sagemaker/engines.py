@@ -24,7 +24,7 @@ from aws_cdk import Aws, CfnMapping, Stack, Token
 from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
-from inference_tiers.constructs.common.validation import Args, is_token
+from inference_tiers.validation import Args, is_token
 
 Engine = Literal["vllm", "sglang", "lmi", "byoc"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "lmi", "byoc")

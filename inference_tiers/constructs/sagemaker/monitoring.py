@@ -19,7 +19,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from inference_tiers.constructs.common.validation import Args
+from inference_tiers.validation import Args
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 ENDPOINTS_NAMESPACE = "/aws/sagemaker/Endpoints"

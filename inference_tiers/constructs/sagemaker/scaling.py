@@ -28,8 +28,8 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.sagemaker.monitoring import EndpointMetrics
+from inference_tiers.validation import Args
 
 _SERVICE_LINKED_ROLE = "sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
 

@@ -22,9 +22,9 @@ from constructs import Construct, IConstruct
 
 from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.validation import Args
 from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
+from inference_tiers.validation import Args
 
 # SageMaker places each model container in the VPC through network interfaces it creates in the chosen subnets
 # with the endpoint's security group, lets its own account attach them (the permission actions) and deletes

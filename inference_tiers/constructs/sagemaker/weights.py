@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from inference_tiers.constructs.common.validation import Args
+from inference_tiers.validation import Args
 
 _BUCKET_NAME = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 _PREFIX = r"(?:[^/\s]+/)+"
