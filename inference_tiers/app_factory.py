@@ -9,13 +9,20 @@ from aws_cdk import Stack, Tags
 from constructs import Construct
 
 from inference_tiers.config import AppConfig, parse_config
-from inference_tiers.stacks import bedrock, disaggregated, gateway, hyperpod, sagemaker
+from inference_tiers.stacks import agent_sandbox, bedrock, disaggregated, gateway, hyperpod, sagemaker
 from inference_tiers.tier import Tier
 
 # Every tier this build provides, in TIER_ORDER (each tier module defines TIER).
 TIERS: Mapping[str, Tier] = {
     tier.spec.name: tier
-    for tier in (bedrock.TIER, sagemaker.TIER, hyperpod.TIER, disaggregated.TIER, gateway.TIER)
+    for tier in (
+        bedrock.TIER,
+        sagemaker.TIER,
+        hyperpod.TIER,
+        disaggregated.TIER,
+        gateway.TIER,
+        agent_sandbox.TIER,
+    )
 }
 
 

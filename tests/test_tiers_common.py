@@ -37,6 +37,7 @@ STACK_NAMES = {
     "hyperpod": ["InferenceTiers-HyperPod"],
     "disaggregated": ["InferenceTiers-Disaggregated"],
     "gateway": ["InferenceTiers-Gateway"],
+    "agent-sandbox": ["InferenceTiers-AgentSandbox"],
 }
 
 

@@ -29,6 +29,7 @@ STACK_NAMES = {
     "hyperpod": "InferenceTiers-HyperPod",
     "disaggregated": "InferenceTiers-Disaggregated",
     "gateway": "InferenceTiers-Gateway",
+    "agent-sandbox": "InferenceTiers-AgentSandbox",
 }
 BENIGN_PROMPT = "In one sentence, what is the capital of France?"
 # A request for weapon-building instructions: the guardrail's content filters must block it.
@@ -421,6 +422,11 @@ def run_smoke(
         raise StackError(
             f"{stack}: the gateway is internal to its VPC and every call needs a key: smoke-test it from inside "
             "the VPC with `inference-tiers gateway keys` and the calls in docs/gateway.md"
+        )
+    if tier == "agent-sandbox":
+        raise StackError(
+            f"{stack}: sandboxes are claimed through the private Kubernetes API, not an HTTP endpoint: run the "
+            "KubeconfigCommand output from inside the VPC and apply the SandboxClaimExample output (docs/agent-sandbox.md)"
         )
     if tier == "disaggregated":
         _require(outputs, stack, "RouterEndpoint")

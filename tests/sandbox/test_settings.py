@@ -1,0 +1,47 @@
+"""The agent-sandbox tier's context keys: every bad value is a ConfigError naming the key and what is accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference_tiers.config import ConfigError
+from inference_tiers.ops import smoke
+from inference_tiers.ops.smoke import StackError
+from tests.harness import make_app
+from tests.ops.helpers import StubClients
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("agent-sandbox.vpc_cidr", "10.0.0.0/20", r"an IPv4 CIDR block from /16 to /16"),
+        ("agent-sandbox.core_node_instance_type", "p5.48xlarge", "an x86 m/c/r instance type"),
+        ("agent-sandbox.core_node_count", "1", "an integer from 2 to 10"),
+        ("agent-sandbox.admin_principal_arn", "arn:aws:sts::123456789012:assumed-role/a/b", "an IAM role"),
+        ("agent-sandbox.public_endpoint_cidrs", "everywhere", "an IPv4 CIDR block"),
+    ],
+)
+def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
+    with pytest.raises(ConfigError, match=rf"context key '{key}[^']*': got .*expected .*({accepted})"):
+        make_app(tier="agent-sandbox", **{key: value})
+
+
+def test_smoke_explains_how_to_reach_a_private_sandbox_cluster() -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "InferenceTiers-AgentSandbox",
+                    "CreationTime": "2026-12-01T00:00:00Z",
+                    "StackStatus": "CREATE_COMPLETE",
+                    "Outputs": [{"OutputKey": "EksClusterName", "OutputValue": "c"}],
+                }
+            ]
+        },
+    )
+    with pytest.raises(StackError, match=r"InferenceTiers-AgentSandbox: .*SandboxClaimExample"):
+        smoke.run_smoke(clients, "agent-sandbox")
