@@ -55,7 +55,8 @@ class HyperPodDependencyChart(Construct):
         """
         super().__init__(scope, construct_id)
         check_chart_directory(chart_directory)
-        self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory))
+        # Absolute: the jsii kernel resolves a relative path against its own working directory, not Python's.
+        self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory.resolve()))
         self.chart = eks.HelmChart(
             self,
             "Chart",
