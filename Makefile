@@ -2,7 +2,7 @@
 #   make synth   synthesize the default tier (cdk.json) offline into cdk.out/, cdk-nag included, and report
 #   make test    the whole test suite (first installs the real components the tests start: see test-tools)
 #   make lint    ruff + mypy --strict on the package
-#   make bench   CLI synth time of each tier against an empty CDK app
+#   make bench   CLI synth time of each tier against an empty CDK app, then the test suite's time
 # Pass context through CDK_ARGS, e.g. `make synth CDK_ARGS="-c tier=sagemaker"`.
 
 PYTHON ?= python3

@@ -1,7 +1,9 @@
-"""Time `npx cdk synth` of each tier against an empty CDK app, the same way, on this machine, in one run.
+"""Time `npx cdk synth` of each tier against an empty CDK app, the same way, on this machine, in one run; then
+time the whole test suite once.
 
-Both go through the CLI with the cdk-nag plugin registered, several runs each, interleaved so that machine
-noise hits both alike. Prints the median of each and the ratio tier/empty (target: at most 2.0).
+Both synths go through the CLI with the cdk-nag plugin registered, several runs each, interleaved so that machine
+noise hits both alike. Prints the median of each and the ratio tier/empty (target: at most 2.0), then the
+suite's wall time and worker count against its 90 s goal (reported, not enforced: it depends on the cores).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from inference_tiers.app_factory import TIERS  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 TARGET_RATIO = 2.0
+SUITE_GOAL_S = 90
 
 EMPTY_APP = """\
 import aws_cdk as cdk
@@ -81,7 +84,19 @@ def main() -> int:
         print(f"{name:<16} {statistics.median(values):>9.2f} {ratio:>6.2f}")
     verdict = "within" if worst <= TARGET_RATIO else "OVER"
     print(f"worst ratio {worst:.2f}: {verdict} the {TARGET_RATIO}x target")
+    print(suite_report())
     return 0 if worst <= TARGET_RATIO else 1
+
+
+def suite_report() -> str:
+    """One run of the suite as `make test` runs it (pytest-xdist, one worker per core)."""
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT, check=False
+    )
+    seconds = time.perf_counter() - start
+    outcome = "passed" if result.returncode == 0 else f"FAILED (exit {result.returncode})"
+    return f"test suite: {seconds:.0f} s on {os.cpu_count()} cores, {outcome}; goal {SUITE_GOAL_S} s"
 
 
 if __name__ == "__main__":
