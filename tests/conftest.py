@@ -44,13 +44,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(os.environ[_SESSION_TMP_VAR], ignore_errors=True)
 
 
+# Test folders named otherwise than the tier they test.
+_FOLDER_TIER = {"sandbox": "agent-sandbox"}
+
+
 def _xdist_group(item: pytest.Item) -> str | None:
-    """The tier a test synthesizes: its area folder (tests/<area>/...) or its ``tier`` parameter."""
+    """The tier a test synthesizes: its ``tier`` parameter, else its area folder (tests/<area>/...)."""
     callspec = getattr(item, "callspec", None)
     if callspec is not None and isinstance(callspec.params.get("tier"), str):
         return str(callspec.params["tier"])
     parts = item.path.relative_to(item.config.rootpath).parts
-    return parts[1] if len(parts) > 2 and parts[0] == "tests" else None
+    if len(parts) > 2 and parts[0] == "tests":
+        return _FOLDER_TIER.get(parts[1], parts[1])
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
