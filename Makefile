@@ -42,6 +42,7 @@ bootstrap: $(VENV)/.installed node_modules/.installed
 # root or sudo; the scripts say so when they cannot install).
 test-tools:
 	bash tools/gateway/setup.sh
+	bash tools/observability/setup.sh
 
 synth: $(VENV)/.installed-app node_modules/.installed
 	rm -rf cdk.out

@@ -1,0 +1,29 @@
+"""The metric allow-lists match the versions the project pins, and each names its source."""
+
+from __future__ import annotations
+
+import re
+
+from tests.harness import PROJECT_ROOT
+from tests.observability.tools import ALLOW_LISTS, allowed_names
+
+
+def test_every_allow_list_starts_with_its_source() -> None:
+    for key, path in ALLOW_LISTS.items():
+        header = [line for line in path.read_text().splitlines() if line.startswith("# ")]
+        assert any("Source: " in line for line in header), f"{key}: {path} names no source"
+        assert allowed_names(key), f"{key}: {path} lists no metric"
+
+
+def test_litellm_list_is_of_the_release_the_gateway_pins() -> None:
+    pinned = re.search(
+        r"^litellm==([0-9.]+)", (PROJECT_ROOT / "tools/gateway/requirements.txt").read_text(), re.M
+    )
+    assert pinned, "tools/gateway/requirements.txt pins no litellm release"
+    assert f"LiteLLM {pinned.group(1)} exports" in ALLOW_LISTS["litellm"].read_text().splitlines()[0]
+
+
+def test_lists_hold_only_prometheus_metric_names() -> None:
+    for key in ALLOW_LISTS:
+        for name in allowed_names(key):
+            assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", name), f"{key}: {name!r}"
