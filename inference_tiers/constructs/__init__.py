@@ -1,7 +1,7 @@
 """Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``.
 
 One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
-``common``);
+``sandbox``, ``common``);
 every public name is re-exported here as well.
 """
 
@@ -70,6 +70,11 @@ from inference_tiers.constructs.sagemaker import (
     SageMakerLlmEndpoint,
     ScalingOptions,
 )
+from inference_tiers.constructs.sandbox import (
+    Karpenter,
+    KataSandboxNodes,
+    PodIdentityRole,
+)
 
 __all__ = [
     "AddonVersions",
@@ -110,6 +115,8 @@ __all__ = [
     "IGuardrail",
     "IVersionedGuardrail",
     "ImportedGuardrail",
+    "Karpenter",
+    "KataSandboxNodes",
     "LiteLLMGateway",
     "Modality",
     "ModelInvocationLogging",
@@ -119,6 +126,7 @@ __all__ = [
     "PiiAction",
     "PiiEntity",
     "PiiEntityType",
+    "PodIdentityRole",
     "RegexFilter",
     "SageMakerLlmEndpoint",
     "SageMakerTarget",

@@ -2,7 +2,9 @@
 
 One stack, ``InferenceTiers-AgentSandbox``: a VPC (private subnets, flow logs) and the shared ``EksCluster``
 base (private API endpoint, pinned add-ons) whose system node group is the *core* pool: the platform
-controllers run there, and never a sandbox.
+controllers run there, and never a sandbox. Karpenter provisions the Kata sandbox nodes (nested
+virtualization on C8i/M8i/R8i, or bare metal), kata-deploy installs Kata Containers on them, and one
+RuntimeClass sends sandbox pods there (``KataSandboxNodes``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from constructs import Construct
 
 from inference_tiers.config import (
     AccountRequirements,
+    ConfigError,
     InstanceNeed,
     TierSpec,
+    choice,
     integer,
     ipv4_cidr,
     items,
@@ -31,7 +35,20 @@ from inference_tiers.constructs.eks.cluster import (
     PRINCIPAL_ARN_PATTERN,
     EksCluster,
 )
+from inference_tiers.constructs.sandbox.karpenter import Karpenter
+from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
+from inference_tiers.k8s.sandbox_nodes import (
+    KATA_SHIMS,
+    METAL_FAMILIES,
+    NESTED_VIRTUALIZATION_FAMILIES,
+    NODE_MODES,
+    KataShim,
+    NodeArguments,
+    NodeMode,
+    SandboxNodesSpec,
+)
 from inference_tiers.tier import Tier
+from inference_tiers.validation import ArgumentError
 
 TIER_NAME = "agent-sandbox"
 STACK_NAME = "InferenceTiers-AgentSandbox"
@@ -65,6 +82,53 @@ class AgentSandboxSettings:
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
 
+    node_mode: NodeMode = setting(
+        choice(*NODE_MODES),
+        "nested: Kata on virtual C8i/M8i/R8i sizes with nested virtualization; metal: on bare-metal sizes",
+    )
+    instance_families: tuple[str, ...] = setting(
+        items(choice(*dict.fromkeys(NESTED_VIRTUALIZATION_FAMILIES + METAL_FAMILIES)), max_items=20),
+        "Karpenter instance families of the sandbox nodes; empty: c8i, m8i, r8i (nested) or c7i, m7i, r7i (metal)",
+    )
+    kata_shim: KataShim = setting(
+        choice(*KATA_SHIMS), "Kata runtime: qemu-runtime-rs (the Kata 4.x default) or clh-runtime-rs"
+    )
+    max_vcpus: int = setting(integer(8, 100_000), "limit on the vCPUs of all sandbox nodes together")
+    max_memory_gib: int = setting(integer(16, 400_000), "limit on the memory of all sandbox nodes together")
+    consolidate_after_minutes: int = setting(
+        integer(2, 1440), "minutes a sandbox node must be empty before Karpenter removes it"
+    )
+    root_volume_gib: int = setting(
+        integer(30, 16_384), "root EBS volume of each sandbox node (images, scratch)"
+    )
+    ami_alias: str = setting(
+        text(r"al2023@(latest|v[0-9]{8})", description="al2023@latest or al2023@vYYYYMMDD", max_length=20),
+        "AL2023 EKS AMI of the sandbox nodes; pin al2023@vYYYYMMDD in production",
+    )
+
+    def __post_init__(self) -> None:
+        # The node spec makes the cross-field checks (families that fit the node mode); report them by key.
+        try:
+            self.nodes_spec()
+        except ArgumentError as error:
+            raise ConfigError(f"{TIER_NAME}.{error.param}", error.value, error.accepted) from None
+
+    def nodes_spec(self) -> SandboxNodesSpec:
+        return SandboxNodesSpec(**self.node_arguments(), owner=STACK_NAME)
+
+    def node_arguments(self) -> NodeArguments:
+        """The sandbox-node settings as ``KataSandboxNodes`` keyword arguments."""
+        return {
+            "node_mode": self.node_mode,
+            "instance_families": self.instance_families or None,
+            "kata_shim": self.kata_shim,
+            "max_vcpus": self.max_vcpus,
+            "max_memory_gib": self.max_memory_gib,
+            "consolidate_after_minutes": self.consolidate_after_minutes,
+            "root_volume_gib": self.root_volume_gib,
+            "ami_alias": self.ami_alias,
+        }
+
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(
             instances=(InstanceNeed("ec2", self.core_node_instance_type, self.core_node_count),),
@@ -73,7 +137,7 @@ class AgentSandboxSettings:
 
 
 class AgentSandboxStack(Stack):
-    """EKS with a core node group for the sandbox platform."""
+    """EKS with a core node group, Karpenter and Kata sandbox nodes."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AgentSandboxSettings) -> None:
         super().__init__(
@@ -97,6 +161,16 @@ class AgentSandboxStack(Stack):
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
             system_node_instance_type=settings.core_node_instance_type,
             system_node_count=settings.core_node_count,
+        )
+        cluster = self.eks.cluster
+        self.karpenter = Karpenter(self, "Karpenter", cluster=cluster)
+        self.kata = KataSandboxNodes(
+            self,
+            "KataNodes",
+            cluster=cluster,
+            karpenter=self.karpenter,
+            subnets=self.vpc.private_subnets,
+            **settings.node_arguments(),
         )
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
         CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)

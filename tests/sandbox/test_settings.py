@@ -21,11 +21,34 @@ from tests.ops.helpers import StubClients
         ("agent-sandbox.core_node_count", "1", "an integer from 2 to 10"),
         ("agent-sandbox.admin_principal_arn", "arn:aws:sts::123456789012:assumed-role/a/b", "an IAM role"),
         ("agent-sandbox.public_endpoint_cidrs", "everywhere", "an IPv4 CIDR block"),
+        ("agent-sandbox.node_mode", "vm", "one of nested, metal"),
+        ("agent-sandbox.instance_families", "m7g", "one of c8i"),
+        ("agent-sandbox.kata_shim", "fc", "one of qemu-runtime-rs, clh-runtime-rs"),
+        ("agent-sandbox.max_vcpus", "4", "an integer from 8 to 100000"),
+        ("agent-sandbox.consolidate_after_minutes", "1", "an integer from 2 to 1440"),
+        ("agent-sandbox.root_volume_gib", "20", "an integer from 30 to 16384"),
+        ("agent-sandbox.ami_alias", "al2023@2026", r"al2023@latest or al2023@vYYYYMMDD"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
     with pytest.raises(ConfigError, match=rf"context key '{key}[^']*': got .*expected .*({accepted})"):
         make_app(tier="agent-sandbox", **{key: value})
+
+
+@pytest.mark.parametrize(
+    ("mode", "family", "accepted"),
+    [("nested", "m7i", "one of 'c8i', 'c8i-flex'"), ("metal", "c8i-flex", "one of 'c6i', 'm6i'")],
+)
+def test_families_that_cannot_run_kata_in_the_node_mode_name_the_key(
+    mode: str, family: str, accepted: str
+) -> None:
+    with pytest.raises(
+        ConfigError, match=rf"'agent-sandbox.instance_families\[0\]': got '{family}'; .*{accepted}"
+    ):
+        make_app(
+            tier="agent-sandbox",
+            **{"agent-sandbox.node_mode": mode, "agent-sandbox.instance_families": [family]},
+        )
 
 
 def test_smoke_explains_how_to_reach_a_private_sandbox_cluster() -> None:

@@ -1,0 +1,280 @@
+"""The Karpenter controller (pinned Helm chart) with a least-privilege IAM role through EKS Pod Identity.
+
+The policy follows what the Karpenter v1 controller calls, narrowed to this cluster: it may launch instances
+and launch templates only when it tags them with this cluster's name and a NodePool, tag and terminate only
+instances and templates carrying those tags, pass only the sandbox node role to EC2, and read the regional
+EC2 catalogue, the public AMI parameters and prices. The instance profile comes from the stack, so Karpenter
+gets no IAM instance-profile permissions at all.
+
+The construct also owns the identity of the nodes it launches: their role (the three policies every EKS node
+needs), the instance profile, the ``EC2_LINUX`` access entry that lets them join, and the KMS key of their root
+volumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL, as_cluster_ref, create_node_role
+from inference_tiers.constructs.sandbox.identity import PodIdentityRole
+from inference_tiers.k8s.sandbox_nodes import (
+    KARPENTER_CHART,
+    KARPENTER_MINIMUM,
+    KARPENTER_NAMESPACE,
+    KARPENTER_SERVICE_ACCOUNT,
+    KARPENTER_VERSION,
+    check_version,
+    karpenter_values,
+)
+from inference_tiers.validation import Args
+
+_CLUSTER_TAG = "eks:eks-cluster-name"
+_NODEPOOL_TAG = "karpenter.sh/nodepool"
+
+
+class Karpenter(Construct):
+    """Installs the Karpenter controller into ``kube-system`` on the core nodes, and its nodes' identity.
+
+    Attributes: ``chart`` (``HelmChart``; make NodePools and EC2NodeClasses depend on it: the chart installs
+    their CRDs), ``identity`` (``PodIdentityRole``), ``role`` (the controller's ``iam.Role``), ``node_role``,
+    ``instance_profile`` (``CfnInstanceProfile``; its name goes into EC2NodeClasses), ``node_access``
+    (``AccessEntry``), ``volume_key`` (``kms.Key``), ``version``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.Cluster,
+        version: str = KARPENTER_VERSION,
+        node_selector: Mapping[str, str] | None = None,
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (with a kubectl provider and the Pod Identity agent).
+        :param version: Karpenter chart and controller release, 1.13.0 or later. Default: 1.14.1.
+        :param node_selector: where the controller runs. Default: the core nodes
+            (``inference-tiers/node-pool=system``).
+        """
+        super().__init__(scope, construct_id)
+        args = Args("Karpenter")
+        args.implements("cluster", cluster, eks.ICluster)
+        self.version = check_version(args, "version", version, KARPENTER_MINIMUM)
+        selector = args.mapping(
+            "node_selector",
+            {SYSTEM_NODE_LABEL: "system"} if node_selector is None else node_selector,
+            lambda name, value: args.text(name, value, max_length=63, allow_token=False),
+            key_pattern=r"([a-z0-9.-]{1,253}/)?[A-Za-z0-9._-]{1,63}",
+        )
+
+        self.node_role = create_node_role(self, "NodeRole")
+        self.instance_profile = iam.CfnInstanceProfile(
+            self, "InstanceProfile", roles=[self.node_role.role_name]
+        )
+        self.node_access = eks.AccessEntry(
+            self,
+            "NodeAccess",
+            cluster=as_cluster_ref(cluster),
+            principal=self.node_role.role_arn,
+            access_entry_type=eks.AccessEntryType.EC2_LINUX,
+            access_policies=[],
+        )
+        self.volume_key = retained_key(
+            self, "VolumeKey", "Root volumes of the Karpenter-launched sandbox nodes"
+        )
+
+        self.identity = PodIdentityRole(
+            self,
+            "Identity",
+            cluster=as_cluster_ref(cluster),
+            namespace=KARPENTER_NAMESPACE,
+            service_account=KARPENTER_SERVICE_ACCOUNT,
+            description="Karpenter controller: launches and terminates the agent-sandbox Kata nodes",
+        )
+        self.role = self.identity.role
+        for statement in _controller_statements(cluster, self.node_role, self.volume_key):
+            self.role.add_to_policy(statement)
+        self._acknowledge_wildcards()
+
+        self.chart = eks.HelmChart(
+            self,
+            "Chart",
+            cluster=as_cluster_ref(cluster),
+            chart=KARPENTER_CHART,
+            version=self.version,
+            release="karpenter",
+            namespace=KARPENTER_NAMESPACE,
+            values=karpenter_values(cluster_name=cluster.cluster_name, node_selector=selector),
+            wait=True,
+            timeout=Duration.minutes(10),
+        )
+        # The controller's credentials come from the association; without the agent it crash-loops.
+        self.chart.node.add_dependency(self.identity.association)
+        self.chart.node.add_dependency(cluster.eks_pod_identity_agent)
+
+    def _acknowledge_wildcards(self) -> None:
+        reasons = {
+            "Resource::*": (
+                "EC2 Describe* and pricing:GetProducts support no resource-level permissions; the Describe "
+                "statement is limited to this stack's Region"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*": (
+                "RunInstances/CreateFleet/CreateLaunchTemplate/CreateTags create instances, volumes, network "
+                "interfaces, fleets and launch templates whose ARNs do not exist yet, allowed only with request "
+                "tags naming this cluster and a NodePool; TerminateInstances/DeleteLaunchTemplate/CreateTags "
+                "on existing ones only when they carry those tags"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:launch-template/*": (
+                "launch with the launch templates Karpenter made, only those tagged with this cluster and a NodePool"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>::image/*": (
+                "any public or shared AMI in the Region: Karpenter resolves the AL2023 EKS AMI from its alias"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:subnet/*": (
+                "launch into subnets of this account in this Region; the EC2NodeClass names the private ones"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:security-group/*": (
+                "launch with security groups of this account; the EC2NodeClass names the cluster security group"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:*:snapshot/*": (
+                "the AMI's root snapshot is owned by the AMI publisher's account"
+            ),
+            "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:capacity-reservation/*": (
+                "Karpenter may launch into this account's open capacity reservations in this Region"
+            ),
+            "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>::parameter/aws/service/*": (
+                "the public SSM parameters that publish EKS AMI ids (amiSelectorTerms alias al2023@...)"
+            ),
+            "Action::kms:ReEncrypt*": (
+                "EC2 re-encrypts the AMI snapshot into the node volume key when it creates the root volume"
+            ),
+            "Action::kms:GenerateDataKey*": (
+                "EC2 generates the node volumes' data keys; allowed only through EC2 (kms:ViaService)"
+            ),
+        }
+        for finding, reason in reasons.items():
+            acknowledge(self.role, f"AwsSolutions-IAM5[{finding}]", reason)
+
+
+def _controller_statements(
+    cluster: eks.Cluster, node_role: iam.IRole, volume_key: kms.IKey
+) -> list[iam.PolicyStatement]:
+    partition, region, account = Aws.PARTITION, Aws.REGION, Aws.ACCOUNT_ID
+    ec2 = f"arn:{partition}:ec2:{region}"
+    name = cluster.cluster_name
+    tagged_request = {
+        "StringEquals": {f"aws:RequestTag/{_CLUSTER_TAG}": name},
+        "StringLike": {f"aws:RequestTag/{_NODEPOOL_TAG}": "*"},
+    }
+    tagged_resource = {
+        "StringEquals": {f"aws:ResourceTag/{_CLUSTER_TAG}": name},
+        "StringLike": {f"aws:ResourceTag/{_NODEPOOL_TAG}": "*"},
+    }
+    launch = ["ec2:RunInstances", "ec2:CreateFleet"]
+    return [
+        iam.PolicyStatement(
+            sid="LaunchFromImagesSubnetsAndSecurityGroups",
+            actions=launch,
+            resources=[
+                f"{ec2}::image/*",
+                f"{ec2}:*:snapshot/*",
+                f"{ec2}:{account}:subnet/*",
+                f"{ec2}:{account}:security-group/*",
+                f"{ec2}:{account}:capacity-reservation/*",
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="LaunchWithOwnLaunchTemplates",
+            actions=launch,
+            resources=[f"{ec2}:{account}:launch-template/*"],
+            conditions=tagged_resource,
+        ),
+        iam.PolicyStatement(
+            sid="CreateTaggedInstances",
+            actions=[*launch, "ec2:CreateLaunchTemplate"],
+            resources=[f"{ec2}:{account}:*/*"],
+            conditions=tagged_request,
+        ),
+        iam.PolicyStatement(
+            sid="TagOnCreate",
+            actions=["ec2:CreateTags"],
+            resources=[f"{ec2}:{account}:*/*"],
+            conditions={
+                **tagged_request,
+                "StringEquals": {
+                    **tagged_request["StringEquals"],
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+            },
+        ),
+        iam.PolicyStatement(
+            sid="TagOwnInstances",
+            actions=["ec2:CreateTags"],
+            resources=[f"{ec2}:{account}:*/*"],
+            conditions={
+                **tagged_resource,
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": [_CLUSTER_TAG, "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        ),
+        iam.PolicyStatement(
+            sid="DeleteOwnInstancesAndTemplates",
+            actions=["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            resources=[f"{ec2}:{account}:*/*"],
+            conditions=tagged_resource,
+        ),
+        iam.PolicyStatement(
+            sid="ReadRegionalCatalogue",
+            actions=[
+                "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            resources=["*"],
+            conditions={"StringEquals": {"aws:RequestedRegion": region}},
+        ),
+        iam.PolicyStatement(
+            sid="ReadAmiParameters",
+            actions=["ssm:GetParameter"],
+            resources=[f"arn:{partition}:ssm:{region}::parameter/aws/service/*"],
+        ),
+        iam.PolicyStatement(sid="ReadPrices", actions=["pricing:GetProducts"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="PassNodeRole",
+            actions=["iam:PassRole"],
+            resources=[node_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+        iam.PolicyStatement(
+            sid="DescribeCluster", actions=["eks:DescribeCluster"], resources=[cluster.cluster_arn]
+        ),
+        iam.PolicyStatement(
+            sid="EncryptNodeVolumes",
+            actions=[
+                "kms:CreateGrant",
+                "kms:Decrypt",
+                "kms:DescribeKey",
+                "kms:GenerateDataKey*",
+                "kms:ReEncrypt*",
+            ],
+            resources=[volume_key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"ec2.{region}.amazonaws.com"}},
+        ),
+    ]
