@@ -1,0 +1,97 @@
+"""A stub exporter on loopback that serves every series name of an allow-list in Prometheus' text format.
+
+Types follow the names (``<h>_bucket``/``_sum``/``_count`` -> histogram ``h``, ``*_total`` -> counter, else gauge).
+Every series carries ``model_name`` and one of two ``engine`` labels (vLLM V1's labels). Counters and histograms
+grow by a fixed amount on every scrape so that rates and quantiles over any window are known exactly: each
+scrape adds ``OBSERVATIONS`` per engine to one bucket of every histogram (``HISTOGRAM_BUCKET`` picks which).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+OBSERVATIONS = 10
+COUNTER_STEP = 100
+ENGINES = ("0", "1")
+
+
+def _le(bound: str) -> str:
+    return f',le="{bound}"'
+
+
+class MetricsStub:
+    def __init__(
+        self,
+        names: Iterable[str],
+        *,
+        model_name: str,
+        gauges: Mapping[str, tuple[float, float]],
+        histogram_bucket: Mapping[str, int],
+    ) -> None:
+        self.names = sorted(names)
+        self.model_name = model_name
+        self.gauges = gauges  # gauge -> its value on engine 0 and on engine 1 (others: 1)
+        self.histogram_bucket = histogram_bucket  # histogram -> index in BUCKETS that receives observations
+        self.histograms = sorted({n.removesuffix("_bucket") for n in self.names if n.endswith("_bucket")})
+        self.scrapes = 0
+        self._lock = threading.Lock()
+
+    def _labels(self, engine: str, extra: str = "") -> str:
+        return f'{{model_name="{self.model_name}",engine="{engine}"{extra}}}'
+
+    def exposition(self) -> str:
+        with self._lock:
+            self.scrapes += 1
+            n = self.scrapes
+        lines: list[str] = []
+        in_histogram = {f"{h}{s}" for h in self.histograms for s in ("_bucket", "_sum", "_count")}
+        for h in self.histograms:
+            lines.append(f"# TYPE {h} histogram")
+            target = self.histogram_bucket.get(h, 0)
+            count = n * OBSERVATIONS
+            for engine in ENGINES:
+                for index, le in enumerate((*map(str, BUCKETS), "+Inf")):
+                    value = count if index >= target else 0
+                    lines.append(f"{h}_bucket{self._labels(engine, _le(le))} {value}")
+                lines.append(f"{h}_sum{self._labels(engine)} {count * BUCKETS[target]}")
+                lines.append(f"{h}_count{self._labels(engine)} {count}")
+        for name in self.names:
+            if name in in_histogram:
+                continue
+            kind = "counter" if name.endswith("_total") else "gauge"
+            lines.append(f"# TYPE {name} {kind}")
+            for index, engine in enumerate(ENGINES):
+                value = n * COUNTER_STEP if kind == "counter" else self.gauges.get(name, (1.0, 1.0))[index]
+                lines.append(f"{name}{self._labels(engine)} {value}")
+        return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def serve(stub: MetricsStub) -> Iterator[str]:
+    """Serve ``stub`` on 127.0.0.1 (a free port); yields ``host:port``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = stub.exposition().encode() if self.path == "/metrics" else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's signature)
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,170 @@
+"""Loopback end to end: a real Prometheus server (Debian's package) scrapes a stub exporter that serves every
+pinned vLLM series name, evaluates the rendered rules file, and the recording rules produce the expected series."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from inference_tiers.observability import rules
+from tests.observability.exporter import BUCKETS, ENGINES, MetricsStub, serve
+from tests.observability.tools import allowed_names, binary
+
+MODEL = "meta-llama/Llama-3.3-70B-Instruct"
+SCRAPE_SECONDS = 1
+VLLM_NAMES = allowed_names("vllm")
+# Each scrape adds every histogram's observations to one bucket: TTFT to (0.1, 0.25], ITL to (0.01, 0.025].
+TTFT_BUCKET = BUCKETS.index(0.25)
+ITL_BUCKET = BUCKETS.index(0.025)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Prometheus:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({"query": promql, **({"time": str(at)} if at else {})})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=5) as response:
+            body = json.load(response)
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def wait_for(self, promql: str, timeout: float = 40) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = self.query(promql)
+            if result:
+                return result
+            time.sleep(0.5)
+        raise AssertionError(f"Prometheus returned nothing for {promql} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    folder = tmp_path_factory.mktemp("prometheus")
+    stub = MetricsStub(
+        VLLM_NAMES,
+        model_name=MODEL,
+        gauges={
+            "vllm:num_requests_waiting": (4, 3),
+            "vllm:num_requests_running": (5, 6),
+            "vllm:kv_cache_usage_perc": (0.25, 0.6),
+        },
+        histogram_bucket={
+            "vllm:time_to_first_token_seconds": TTFT_BUCKET,
+            "vllm:inter_token_latency_seconds": ITL_BUCKET,
+        },
+    )
+    with serve(stub) as target:
+        (folder / "rules.yaml").write_text(rules.rules_yaml())
+        config = {
+            "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": "1s"},
+            "rule_files": [str(folder / "rules.yaml")],
+            "scrape_configs": [{"job_name": "vllm", "static_configs": [{"targets": [target]}]}],
+        }
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+        port = _free_port()
+        log = (folder / "prometheus.log").open("w")
+        process = subprocess.Popen(
+            [
+                str(binary("prometheus")),
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            server = Prometheus(f"http://127.0.0.1:{port}")
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    urllib.request.urlopen(f"{server.url}/-/ready", timeout=2).close()
+                    break
+                except OSError:
+                    assert process.poll() is None, (folder / "prometheus.log").read_text()
+                    assert time.monotonic() < deadline, "Prometheus did not become ready in 30 s"
+                    time.sleep(0.3)
+            yield server
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+            log.close()
+
+
+def _value(result: list[dict[str, Any]]) -> float:
+    assert len(result) == 1, result
+    return float(result[0]["value"][1])
+
+
+def test_prometheus_loaded_every_rule_without_errors(prometheus: Prometheus) -> None:
+    with urllib.request.urlopen(f"{prometheus.url}/api/v1/rules", timeout=5) as response:
+        groups = json.load(response)["data"]["groups"]
+    expected = rules.rule_groups()
+    assert sorted(g["name"] for g in groups) == sorted(g.name for g in expected)
+    assert sum(len(g["rules"]) for g in groups) == sum(len(g.rules) for g in expected)
+    prometheus.wait_for(rules.QUEUE_DEPTH)
+    time.sleep(2)  # a few evaluations
+    with urllib.request.urlopen(f"{prometheus.url}/api/v1/rules", timeout=5) as response:
+        groups = json.load(response)["data"]["groups"]
+    unhealthy = [(r["name"], r.get("lastError")) for g in groups for r in g["rules"] if r["health"] == "err"]
+    assert unhealthy == []
+
+
+def test_every_pinned_vllm_series_is_scraped(prometheus: Prometheus) -> None:
+    prometheus.wait_for('up{job="vllm"} == 1')
+    result = prometheus.wait_for('group by (__name__) ({__name__=~"vllm:.+", job="vllm"})')
+    assert {r["metric"]["__name__"] for r in result} == set(VLLM_NAMES)
+
+
+def test_gauge_recordings_sum_and_max_over_engines(prometheus: Prometheus) -> None:
+    assert _value(prometheus.wait_for(rules.QUEUE_DEPTH)) == 7
+    assert _value(prometheus.wait_for(rules.RUNNING)) == 11
+    assert _value(prometheus.wait_for(rules.KV_CACHE_USAGE)) == 0.6
+    assert prometheus.query(rules.QUEUE_DEPTH)[0]["metric"] == {
+        "__name__": rules.QUEUE_DEPTH,
+        "model_name": MODEL,
+    }
+
+
+def test_latency_recordings_give_the_p90_of_the_served_histograms(prometheus: Prometheus) -> None:
+    # All observations fall in one bucket, so the p90 interpolates 90 % into it, at any scrape rate.
+    ttft = prometheus.wait_for(rules.TTFT_P90)
+    low, high = BUCKETS[TTFT_BUCKET - 1], BUCKETS[TTFT_BUCKET]
+    assert _value(ttft) == pytest.approx(low + 0.9 * (high - low))
+    low, high = BUCKETS[ITL_BUCKET - 1], BUCKETS[ITL_BUCKET]
+    assert _value(prometheus.wait_for(rules.ITL_P90)) == pytest.approx(low + 0.9 * (high - low))
+    assert ttft[0]["metric"]["model_name"] == MODEL
+
+
+def test_token_rate_recording_sums_the_engines_rates(prometheus: Prometheus) -> None:
+    prometheus.wait_for(f"count_over_time({rules.GENERATION_TOKENS}[1m]) >= 3")
+    # The raw samples the rule wrote, with the times it ran; the first is settled (no scrape arrives later).
+    (series,) = prometheus.query(f"{rules.GENERATION_TOKENS}[1m]")
+    at, recorded = series["values"][0]
+    per_engine = [
+        _value(prometheus.query(f'rate(vllm:generation_tokens_total{{engine="{e}"}}[5m])', float(at)))
+        for e in ENGINES
+    ]
+    assert all(rate > 0 for rate in per_engine)
+    assert float(recorded) == pytest.approx(sum(per_engine))
