@@ -248,6 +248,38 @@ class InstanceNeed:
 
 
 @dataclass(frozen=True)
+class AddonPin:
+    """An EKS add-on version the tier's template pins, and the Python name that pins it
+    (``module:ATTRIBUTE``, so that a preflight failure says where to change it)."""
+
+    name: str
+    version: str
+    pinned_in: str
+
+
+def addon_pins(versions: Mapping[str, str], pinned_in: str) -> tuple[AddonPin, ...]:
+    """One :class:`AddonPin` per add-on name to version entry of ``versions``, the mapping at ``pinned_in``."""
+    return tuple(AddonPin(name, version, pinned_in) for name, version in versions.items())
+
+
+ImageSource = Literal["uri", "aws-dlc", "asset"]
+
+
+@dataclass(frozen=True)
+class ImageNeed:
+    """A container image the tier's template references, and the context key or Python name that sets it.
+
+    ``source`` says how to read ``reference``: ``uri``, a full image reference (ECR or a public registry);
+    ``aws-dlc``, ``repository:tag`` in the Region's AWS Deep Learning Containers registry; ``asset``, the
+    directory of a Dockerfile that ``cdk deploy`` builds and pushes itself (nothing to push beforehand).
+    """
+
+    reference: str
+    set_by: str
+    source: ImageSource = "uri"
+
+
+@dataclass(frozen=True)
 class AccountRequirements:
     """Everything a preflight check must find in an account before this tier's ``cdk deploy``."""
 
@@ -257,6 +289,8 @@ class AccountRequirements:
     kubernetes_version: str | None = None
     capacity_reservation_ids: tuple[str, ...] = ()
     availability_zone_ids: tuple[str, ...] = ()
+    eks_addons: tuple[AddonPin, ...] = ()
+    images: tuple[ImageNeed, ...] = ()
 
 
 class TierSettings(Protocol):

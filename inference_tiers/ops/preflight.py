@@ -2,7 +2,8 @@
 
 Input is the tier settings' :class:`~inference_tiers.config.AccountRequirements`, the same configuration the
 CDK app reads. Every check returns pass, warn (could not be verified, or will work with a caveat) or fail, each
-warn/fail with the fix. AWS calls are read-only (Describe/Get/List).
+warn/fail with the fix. AWS calls are read-only (Describe/Get/List); the image check also sends anonymous
+manifest HEAD requests to public registries.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from botocore.exceptions import ClientError
 from inference_tiers.config import AccountRequirements
 from inference_tiers.instance_types import SAGEMAKER_PREFIX, find_gpu_instance_type
 from inference_tiers.ops.checks import CheckResult, Clients, Status, could_not_check, error_code
+from inference_tiers.ops.eks_addons import check_eks_addons
+from inference_tiers.ops.images import check_images
 
 # EC2 On-Demand vCPU quotas by instance family letter (Service Quotas, service code "ec2").
 EC2_VCPU_QUOTAS = {
@@ -539,6 +542,8 @@ CHECKS: tuple[Callable[[Clients, AccountRequirements], list[CheckResult]], ...] 
     check_training_plans,
     check_bedrock,
     check_eks_version,
+    check_eks_addons,
+    check_images,
 )
 
 

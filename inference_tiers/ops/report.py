@@ -105,6 +105,10 @@ def describe_requirements(req: AccountRequirements) -> str:
         )
         if value
     ]
+    if req.eks_addons:
+        parts.append(f"{len(req.eks_addons)} pinned EKS add-ons")
+    if req.images:
+        parts.append(f"{len(req.images)} container image{'s' if len(req.images) > 1 else ''}")
     parts += [f"reservation {rid}" for rid in req.capacity_reservation_ids]
     parts += [f"AZ {az}" for az in req.availability_zone_ids]
     return ", ".join(parts) or "nothing account-specific"

@@ -9,15 +9,19 @@ behind an internal NLB) and ``DisaggregatedMonitoring`` (Container Insights, das
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from inference_tiers import ASSETS_DIR
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     InstanceNeed,
     TierSpec,
+    addon_pins,
     boolean,
     choice,
     integer,
@@ -30,9 +34,18 @@ from inference_tiers.config import (
     text,
 )
 from inference_tiers.constructs.common.network import create_private_vpc
-from inference_tiers.constructs.disaggregated.monitoring import DisaggregatedMonitoring
-from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
+from inference_tiers.constructs.disaggregated.monitoring import (
+    CLOUDWATCH_OBSERVABILITY_ADDON,
+    CLOUDWATCH_OBSERVABILITY_ADDON_VERSION,
+    DisaggregatedMonitoring,
+)
+from inference_tiers.constructs.disaggregated.serving import (
+    ROUTER_DOCKERFILE_DIR,
+    VLLM_DOCKERFILE_DIR,
+    DisaggregatedServing,
+)
 from inference_tiers.constructs.eks.cluster import (
+    DEFAULT_ADDON_VERSIONS,
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     EKS_NAT_GATEWAYS,
@@ -198,7 +211,28 @@ class DisaggregatedSettings:
             ),
             kubernetes_version=KUBERNETES_VERSION,
             capacity_reservation_ids=(self.capacity_reservation_id,) if self.capacity_reservation_id else (),
+            eks_addons=(
+                *addon_pins(
+                    DEFAULT_ADDON_VERSIONS.by_name(),
+                    "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
+                ),
+                *addon_pins(
+                    {CLOUDWATCH_OBSERVABILITY_ADDON: CLOUDWATCH_OBSERVABILITY_ADDON_VERSION},
+                    "inference_tiers.constructs.disaggregated.monitoring:CLOUDWATCH_OBSERVABILITY_ADDON_VERSION",
+                ),
+            ),
+            images=(
+                _image(self.image_uri, "disaggregated.image_uri", VLLM_DOCKERFILE_DIR),
+                _image(self.router_image_uri, "disaggregated.router_image_uri", ROUTER_DOCKERFILE_DIR),
+            ),
         )
+
+
+def _image(uri: str | None, key: str, dockerfile_dir: Path) -> ImageNeed:
+    """The image ``key`` names, or (unset) the CDK image asset the stack builds from ``dockerfile_dir``."""
+    if uri is not None:
+        return ImageNeed(uri, key)
+    return ImageNeed(str(dockerfile_dir.relative_to(ASSETS_DIR.parents[1])), key, source="asset")
 
 
 class DisaggregatedStack(Stack):

@@ -27,6 +27,7 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     TierSpec,
     boolean,
     choice,
@@ -61,7 +62,7 @@ from inference_tiers.constructs.gateway import (
 )
 from inference_tiers.constructs.gateway.checkov import skip_check
 from inference_tiers.constructs.gateway.targets import GatewayTarget
-from inference_tiers.litellm.config import MODEL_NAME_PATTERN, RouterOptions
+from inference_tiers.litellm.config import LITELLM_IMAGE, MODEL_NAME_PATTERN, RouterOptions
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Gateway"
@@ -213,7 +214,9 @@ class GatewaySettings:
     def account_requirements(self) -> AccountRequirements:
         profile = CrossRegionProfile(self.bedrock_model_id, Geography(self.bedrock_inference_profile))
         return AccountRequirements(
-            bedrock_model_id=self.bedrock_model_id, bedrock_inference_profile_id=profile.profile_id
+            bedrock_model_id=self.bedrock_model_id,
+            bedrock_inference_profile_id=profile.profile_id,
+            images=(ImageNeed(LITELLM_IMAGE, "inference_tiers.litellm.config:LITELLM_IMAGE"),),
         )
 
 

@@ -19,8 +19,10 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     InstanceNeed,
     TierSpec,
+    addon_pins,
     boolean,
     choice,
     integer,
@@ -37,6 +39,7 @@ from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
 from inference_tiers.constructs.eks.cluster import (
+    DEFAULT_ADDON_VERSIONS,
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
@@ -53,10 +56,17 @@ from inference_tiers.constructs.hyperpod.dependencies import (
     MISSING_CHART_PLACEHOLDER,
     HyperPodDependencyChart,
 )
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    DEFAULT_ADDON_VERSIONS as OPERATOR_ADDON_VERSIONS,
+)
 from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
 from inference_tiers.constructs.hyperpod.network import HyperPodNetwork, hyperpod_ips_per_instance
-from inference_tiers.constructs.hyperpod.observability import HyperPodObservability
+from inference_tiers.constructs.hyperpod.observability import (
+    OBSERVABILITY_ADDON,
+    OBSERVABILITY_ADDON_VERSION,
+    HyperPodObservability,
+)
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
 from inference_tiers.k8s.hyperpod_inference import (
     AutoScaling,
@@ -215,6 +225,25 @@ class HyperPodSettings:
             kubernetes_version=KUBERNETES_VERSION,
             capacity_reservation_ids=(self.training_plan_arn,) if self.training_plan_arn else (),
             availability_zone_ids=(self.availability_zone_id,),
+            eks_addons=(
+                *addon_pins(
+                    DEFAULT_ADDON_VERSIONS.by_name(),
+                    "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
+                ),
+                *addon_pins(
+                    OPERATOR_ADDON_VERSIONS,
+                    "inference_tiers.constructs.hyperpod.inference_operator:DEFAULT_ADDON_VERSIONS",
+                ),
+                *(
+                    addon_pins(
+                        {OBSERVABILITY_ADDON: OBSERVABILITY_ADDON_VERSION},
+                        "inference_tiers.constructs.hyperpod.observability:OBSERVABILITY_ADDON_VERSION",
+                    )
+                    if self.observability
+                    else ()
+                ),
+            ),
+            images=(ImageNeed(self.vllm_image, "hyperpod.vllm_image"),),
         )
 
 

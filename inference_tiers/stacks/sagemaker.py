@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_logs as logs
@@ -21,6 +21,7 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     InstanceNeed,
     TierSpec,
     boolean,
@@ -45,7 +46,13 @@ from inference_tiers.constructs.sagemaker.capacity import (
     routing_config,
 )
 from inference_tiers.constructs.sagemaker.endpoint import SageMakerLlmEndpoint
-from inference_tiers.constructs.sagemaker.engines import ENGINES, INFERENCE_AMI_VERSIONS, parse_ecr_image
+from inference_tiers.constructs.sagemaker.engines import (
+    ENGINE_CONVENTIONS,
+    ENGINES,
+    INFERENCE_AMI_VERSIONS,
+    Engine,
+    parse_ecr_image,
+)
 from inference_tiers.constructs.sagemaker.monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker.scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
@@ -221,14 +228,24 @@ class SageMakerSettings:
         )
 
     def account_requirements(self) -> AccountRequirements:
-        """Endpoint instance quota per pool (any pool may have to supply every instance) and the reservation."""
+        """Endpoint instance quota per pool (any pool may have to supply every instance), the reservation and
+        the container image (none when the deploy creates no endpoint)."""
         count = self.capacity().instances_for(self.max_capacity)
         return AccountRequirements(
             instances=tuple(InstanceNeed("sagemaker-endpoint", name, count) for name in self.instance_types),
             capacity_reservation_ids=(self.capacity_reservation_arn,)
             if self.capacity_reservation_arn
             else (),
+            images=(self._image(),) if self.create_endpoint else (),
         )
+
+    def _image(self) -> ImageNeed:
+        if self.image_uri is not None:
+            return ImageNeed(self.image_uri, f"{KEY_PREFIX}image_uri")
+        pinned = ENGINE_CONVENTIONS[cast(Engine, self.engine)].image
+        assert pinned is not None  # __post_init__: only byoc has no pinned image, and byoc needs image_uri
+        # The engine's pinned Deep Learning Container; image_uri is the key that replaces it.
+        return ImageNeed(str(pinned), f"{KEY_PREFIX}image_uri", source="aws-dlc")
 
 
 class SageMakerStack(Stack):

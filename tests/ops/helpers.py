@@ -10,7 +10,15 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 
+from inference_tiers.config import AccountRequirements
+from inference_tiers.ops import cli
 from inference_tiers.ops.checks import Clients
+from tests.harness import PROJECT_ROOT
+
+
+def tier_requirements(tier: str, *overrides: str) -> AccountRequirements:
+    """What ``preflight --tier tier -c override...`` checks, from the project's cdk.json."""
+    return cli.tier_requirements(cli.load_context(PROJECT_ROOT / "cdk.json", overrides, tier), tier)
 
 
 class StubClients(Clients):
@@ -28,18 +36,20 @@ class StubClients(Clients):
         self.assumed: StubClients | None = None
         self.assumed_with: dict[str, Any] | None = None
 
-    def client(self, service: str) -> Any:
-        if service not in self._clients:
-            client = self.session.client(service)
+    def client(self, service: str, region: str | None = None) -> Any:
+        """The service's client in this Region (or ``region``): the Stubber of another Region is ``service@region``."""
+        key = service if region in (None, self.region) else f"{service}@{region}"
+        if key not in self._clients:
+            client = self.session.client(service, region_name=region or self.region)
             if service not in self.unstubbed:
-                self.stubbers[service] = Stubber(client)
-                self.stubbers[service].activate()
-            self._clients[service] = client
-        return self._clients[service]
+                self.stubbers[key] = Stubber(client)
+                self.stubbers[key].activate()
+            self._clients[key] = client
+        return self._clients[key]
 
-    def stub(self, service: str) -> Stubber:
-        self.client(service)
-        return self.stubbers[service]
+    def stub(self, service: str, region: str | None = None) -> Stubber:
+        self.client(service, region)
+        return self.stubbers[service if region in (None, self.region) else f"{service}@{region}"]
 
     def with_credentials(self, credentials: dict[str, Any]) -> Clients:
         self.assumed_with = credentials

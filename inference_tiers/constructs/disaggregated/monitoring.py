@@ -45,6 +45,7 @@ from inference_tiers.validation import Args
 # Insights; the agent's appended collector configuration (``agent.otelConfig``) supports the prometheus receiver,
 # the resource and batch processors and the awsemf exporter used below. Check the build is offered for the
 # cluster's Kubernetes version: `aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability`.
+CLOUDWATCH_OBSERVABILITY_ADDON = "amazon-cloudwatch-observability"
 CLOUDWATCH_OBSERVABILITY_ADDON_VERSION = "v6.2.0-eksbuild.1"
 METRIC_NAMESPACE = "InferenceTiers/Disaggregated"
 DIMENSIONS = ("ClusterName", "Namespace", "Role")
@@ -260,7 +261,7 @@ class DisaggregatedMonitoring(Construct):
             self,
             "CloudWatchObservability",
             cluster_name=cluster.cluster_name,
-            addon_name="amazon-cloudwatch-observability",
+            addon_name=CLOUDWATCH_OBSERVABILITY_ADDON,
             addon_version=addon_version,
             resolve_conflicts="OVERWRITE",
             pod_identity_associations=[

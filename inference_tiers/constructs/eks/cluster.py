@@ -55,6 +55,15 @@ class AddonVersions:
     coredns: str
     pod_identity_agent: str
 
+    def by_name(self) -> dict[str, str]:
+        """EKS add-on name to version, as the cluster installs them (and preflight checks them)."""
+        return {
+            "vpc-cni": self.vpc_cni,
+            "kube-proxy": self.kube_proxy,
+            "coredns": self.coredns,
+            "eks-pod-identity-agent": self.pod_identity_agent,
+        }
+
 
 # Pinned so that a redeploy never upgrades cluster networking silently. These are the add-on builds published
 # for Kubernetes 1.35 (vpc-cni >= 1.18.5 supports efa-only interfaces); bump them together with the version.
@@ -322,17 +331,14 @@ class EksCluster(Construct):
 
     def _add_addons(self, versions: AddonVersions) -> dict[str, eks.Addon]:
         addons: dict[str, eks.Addon] = {}
-        for name, version in (
-            ("vpc-cni", versions.vpc_cni),
-            ("kube-proxy", versions.kube_proxy),
-            ("coredns", versions.coredns),
-        ):
+        pinned = versions.by_name()
+        for name in ("vpc-cni", "kube-proxy", "coredns"):
             addon = eks.Addon(
                 self,
                 f"Addon-{name}",
                 cluster=as_cluster_ref(self.cluster),
                 addon_name=name,
-                addon_version=version,
+                addon_version=pinned[name],
             )
             # EKS bootstraps self-managed copies of these three at cluster creation; the managed add-on
             # takes them over instead of failing on the existing DaemonSet/Deployment.
@@ -342,7 +348,7 @@ class EksCluster(Construct):
         # keeps one add-on, and the override pins its version.
         agent = self.cluster.eks_pod_identity_agent
         assert isinstance(agent, eks.Addon)
-        _cfn_child(agent, eks.CfnAddon).addon_version = versions.pod_identity_agent
+        _cfn_child(agent, eks.CfnAddon).addon_version = pinned["eks-pod-identity-agent"]
         addons["eks-pod-identity-agent"] = agent
         return addons
 
