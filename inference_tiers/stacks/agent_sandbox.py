@@ -19,6 +19,7 @@ from inference_tiers.config import (
     ConfigError,
     InstanceNeed,
     TierSpec,
+    addon_pins,
     choice,
     integer,
     ipv4_cidr,
@@ -29,6 +30,7 @@ from inference_tiers.config import (
 )
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.eks.cluster import (
+    DEFAULT_ADDON_VERSIONS,
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
@@ -133,6 +135,10 @@ class AgentSandboxSettings:
         return AccountRequirements(
             instances=(InstanceNeed("ec2", self.core_node_instance_type, self.core_node_count),),
             kubernetes_version=KUBERNETES_VERSION,
+            eks_addons=addon_pins(
+                DEFAULT_ADDON_VERSIONS.by_name(),
+                "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
+            ),
         )
 
 
