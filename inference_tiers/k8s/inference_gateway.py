@@ -86,7 +86,7 @@ QUEUE_METRIC = "vllm:num_requests_waiting"
 KV_CACHE_METRIC = "vllm:kv_cache_usage_perc"
 EPP_REQUEST_METRIC = "inference_objective_request_total"
 
-_DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -159,15 +159,6 @@ ADAPTER_DIR = "/adapters"
 
 
 @dataclass(frozen=True)
-class ScaledTarget:
-    """A Deployment KEDA scales, with the pod labels that pick its own metrics out of Prometheus."""
-
-    deployment: str
-    pod_name_prefix: str
-    scaling: PoolScaling
-
-
-@dataclass(frozen=True)
 class ModelPool:
     """One InferencePool and its Endpoint Picker: vLLM pods serving ``model_name`` (and LoRA adapters).
 
@@ -192,8 +183,8 @@ class ModelPool:
 
     def __post_init__(self) -> None:
         args = Args("ModelPool")
-        args.text("name", self.name, pattern=_DNS_LABEL.pattern, allow_token=False)
-        args.text("namespace", self.namespace, pattern=_DNS_LABEL.pattern, allow_token=False)
+        args.text("name", self.name, pattern=DNS_LABEL.pattern, allow_token=False)
+        args.text("namespace", self.namespace, pattern=DNS_LABEL.pattern, allow_token=False)
         args.mapping(
             "selector",
             self.selector,
@@ -233,7 +224,7 @@ class ModelPool:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _meta(name: str, namespace: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def metadata(name: str, namespace: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     meta["labels"] = dict(labels or {"app.kubernetes.io/part-of": "inference-tiers"})
     return meta
@@ -243,7 +234,7 @@ def render_inference_pool(pool: ModelPool) -> Manifest:
     return {
         "apiVersion": INFERENCE_POOL_API,
         "kind": "InferencePool",
-        "metadata": _meta(pool.name, pool.namespace),
+        "metadata": metadata(pool.name, pool.namespace),
         "spec": {
             "selector": {"matchLabels": dict(pool.selector)},
             "targetPorts": [{"number": pool.target_port}],
@@ -312,7 +303,7 @@ def endpoint_picker_args(pool: ModelPool) -> list[str]:
 def render_endpoint_picker(pool: ModelPool) -> list[Manifest]:
     """ServiceAccount, RBAC, config, Deployment, Service and Istio DestinationRule of the pool's EPP."""
     name, namespace, labels = pool.epp_name, pool.namespace, pool.epp_labels()
-    meta = _meta(name, namespace, labels)
+    meta = metadata(name, namespace, labels)
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -497,8 +488,8 @@ class GatewaySpec:
 
     def __post_init__(self) -> None:
         args = Args("GatewaySpec")
-        args.text("name", self.name, pattern=_DNS_LABEL.pattern, allow_token=False)
-        args.text("namespace", self.namespace, pattern=_DNS_LABEL.pattern, allow_token=False)
+        args.text("name", self.name, pattern=DNS_LABEL.pattern, allow_token=False)
+        args.text("namespace", self.namespace, pattern=DNS_LABEL.pattern, allow_token=False)
         if not is_token(self.allowed_cidrs):
             args.sequence("allowed_cidrs", self.allowed_cidrs, lambda n, v: args.text(n, v), min_items=1)
         args.integer("request_timeout_seconds", self.request_timeout_seconds, minimum=1, maximum=3600)
@@ -510,7 +501,7 @@ def render_gateway(spec: GatewaySpec) -> Manifest:
     return {
         "apiVersion": GATEWAY_API,
         "kind": "Gateway",
-        "metadata": _meta(spec.name, spec.namespace),
+        "metadata": metadata(spec.name, spec.namespace),
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
             "infrastructure": {
@@ -540,7 +531,7 @@ def render_http_route(spec: GatewaySpec, backend: Mapping[str, Any]) -> Manifest
     return {
         "apiVersion": GATEWAY_API,
         "kind": "HTTPRoute",
-        "metadata": _meta(spec.name, spec.namespace),
+        "metadata": metadata(spec.name, spec.namespace),
         "spec": {
             "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": spec.name}],
             "rules": [
@@ -560,138 +551,3 @@ def pool_backend(pool: ModelPool) -> dict[str, Any]:
 
 def service_backend(name: str, port: int) -> dict[str, Any]:
     return {"kind": "Service", "name": name, "port": port}
-
-
-# ---------------------------------------------------------------------------------------------------------
-# KEDA: queue-driven autoscaling per Deployment
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _pods(namespace: str, pod_name_prefix: str) -> str:
-    # Prometheus' Kubernetes pod discovery (and the AMP managed scraper) label series with namespace and pod.
-    return f'namespace="{namespace}",pod=~"{pod_name_prefix}-.*"'
-
-
-def queue_query(namespace: str, target: ScaledTarget) -> str:
-    """Requests waiting in the Deployment's vLLM schedulers, summed (KEDA divides by replicas)."""
-    return f"sum({QUEUE_METRIC}{{{_pods(namespace, target.pod_name_prefix)}}})"
-
-
-def kv_cache_query(namespace: str, target: ScaledTarget) -> str:
-    """Mean KV-cache usage (0-1) over the Deployment's pods."""
-    return f"avg({KV_CACHE_METRIC}{{{_pods(namespace, target.pod_name_prefix)}}})"
-
-
-def demand_query(model_name: str) -> str:
-    """Requests per second reaching the EPP for the model: exists while the pool has no pod at all."""
-    return f'sum(rate({EPP_REQUEST_METRIC}{{model_name="{model_name}"}}[2m]))'
-
-
-def scaler_queries(namespace: str, target: ScaledTarget, model_name: str) -> list[str]:
-    queries = [queue_query(namespace, target), kv_cache_query(namespace, target)]
-    if target.scaling.scale_to_zero:
-        queries.append(demand_query(model_name))
-    return queries
-
-
-def render_scaled_object(
-    namespace: str,
-    target: ScaledTarget,
-    *,
-    model_name: str,
-    prometheus_url: str,
-    trigger_authentication: str | None,
-) -> Manifest:
-    """A ScaledObject with one trigger per signal; HPA takes the largest replica count any of them asks for."""
-    scaling = target.scaling
-    auth = {"authenticationRef": {"name": trigger_authentication}} if trigger_authentication else {}
-
-    def trigger(name: str, query: str, threshold: str, metric_type: str, **extra: str) -> dict[str, Any]:
-        metadata = {"serverAddress": prometheus_url, "query": query, "threshold": threshold, **extra}
-        if trigger_authentication:
-            # Amazon Managed Service for Prometheus signs queries with SigV4 through KEDA's pod identity.
-            metadata["awsRegion"] = _region_of(prometheus_url)
-        return {"type": "prometheus", "name": name, "metricType": metric_type, "metadata": metadata, **auth}
-
-    queue, kv_cache, *demand = scaler_queries(namespace, target, model_name)
-    triggers = [
-        trigger("queue", queue, str(scaling.waiting_per_replica), "AverageValue"),
-        trigger("kv-cache", kv_cache, f"{scaling.kv_cache_utilisation:g}", "Value"),
-    ]
-    if demand:
-        # From zero replicas vLLM exports nothing: the EPP's request rate activates the first pod.
-        triggers.append(trigger("demand", demand[0], "1", "AverageValue", activationThreshold="0"))
-    return {
-        "apiVersion": KEDA_API,
-        "kind": "ScaledObject",
-        "metadata": _meta(target.deployment, namespace),
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.deployment},
-            "minReplicaCount": scaling.min_replicas,
-            "maxReplicaCount": scaling.max_replicas,
-            "pollingInterval": 15,
-            # GPU pods take minutes to start: scale in slowly so a burst that returns finds warm replicas.
-            "cooldownPeriod": 600,
-            "advanced": {
-                "horizontalPodAutoscalerConfig": {
-                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}
-                }
-            },
-            "triggers": triggers,
-        },
-    }
-
-
-def _region_of(prometheus_url: str) -> str:
-    """The region of an AMP query URL (``https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-...``)."""
-    if is_token(prometheus_url):
-        raise ValueError("a deploy-time Prometheus URL needs its region passed explicitly")
-    match = re.match(r"https://aps-workspaces\.([a-z0-9-]+)\.amazonaws\.com", prometheus_url)
-    if not match:
-        raise ValueError(f"prometheus_url: got {prometheus_url!r}; expected an Amazon Managed Prometheus URL")
-    return match.group(1)
-
-
-def render_trigger_authentication(name: str, namespace: str) -> Manifest:
-    """KEDA signs with the credentials of its operator's own identity (EKS Pod Identity / IRSA)."""
-    return {
-        "apiVersion": KEDA_API,
-        "kind": "TriggerAuthentication",
-        "metadata": _meta(name, namespace),
-        "spec": {"podIdentity": {"provider": "aws", "identityOwner": "keda"}},
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# LoRA on vLLM
-# ---------------------------------------------------------------------------------------------------------
-
-
-def vllm_lora_args(adapters: Sequence[LoraAdapter], *, max_lora_rank: int = 16) -> list[str]:
-    """vLLM flags that serve ``adapters`` under their names (checked against the pinned vLLM's flags)."""
-    if not adapters:
-        return []
-    return [
-        "--enable-lora",
-        "--max-loras",
-        str(len(adapters)),
-        "--max-lora-rank",
-        str(max_lora_rank),
-        "--lora-modules",
-        *(f"{adapter.name}={adapter.local_path}" for adapter in adapters),
-    ]
-
-
-def lora_init_container(adapters: Sequence[LoraAdapter], image: str) -> dict[str, Any]:
-    """Copies every adapter from S3 into the shared ``adapters`` volume before vLLM starts."""
-    script = " && ".join(
-        f'aws s3 sync --only-show-errors "{adapter.s3_uri}" "{adapter.local_path}"' for adapter in adapters
-    )
-    return {
-        "name": "lora-adapters",
-        "image": image,
-        "command": ["sh", "-ec", script],
-        "volumeMounts": [{"name": "adapters", "mountPath": ADAPTER_DIR}],
-        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-    }

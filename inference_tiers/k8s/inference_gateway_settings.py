@@ -147,3 +147,18 @@ def _adapter(key: str, name: Any, uri: Any) -> LoraAdapter:
     if not isinstance(uri, str) or not re.fullmatch(S3_PREFIX_PATTERN, uri):
         raise ConfigError(f"{key}.{name}", uri, "an s3://bucket/prefix URI")
     return LoraAdapter(name=name, s3_uri=uri)
+
+
+def check_node_capacity(settings: InferenceGatewaySettings | None, key: str, nodes: int) -> None:
+    """Each pool's maximum must fit on the nodes the other pools leave at their minimum (one vLLM pod per node)."""
+    if settings is None:
+        return
+    for name, scaling in settings.pools.items():
+        others = sum(other.min_replicas for other_name, other in settings.pools.items() if other_name != name)
+        if scaling.max_replicas + others > nodes:
+            raise ConfigError(
+                f"{key}.pools.{name}.max_replicas",
+                scaling.max_replicas,
+                f"at most {nodes - others}: the tier has {nodes} GPU nodes, one vLLM pod each, and the other "
+                f"pools keep {others} at their minimum (more replicas would stay Pending)",
+            )

@@ -62,8 +62,14 @@ from inference_tiers.constructs.eks.efa_node_group import (
     CapacityMode,
     EfaNodeGroup,
 )
+from inference_tiers.constructs.eks.inference_gateway import add_disaggregated_gateway
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
+from inference_tiers.k8s.inference_gateway_settings import (
+    InferenceGatewaySettings,
+    check_node_capacity,
+    inference_gateway_setting,
+)
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Disaggregated"
@@ -142,8 +148,14 @@ class DisaggregatedSettings:
         items(ipv4_cidr(), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
+    inference_gateway: InferenceGatewaySettings | None = setting(
+        inference_gateway_setting(("prefill", "decode"), decode_pool="decode"),
+        "opt-in Istio inference gateway in front of vllm-router and KEDA scaling of each pool on its queue "
+        "(docs/inference-gateway.md); null: off",
+    )
 
     def __post_init__(self) -> None:
+        check_node_capacity(self.inference_gateway, "disaggregated.inference_gateway", self.gpu_nodes)
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -304,6 +316,9 @@ class DisaggregatedStack(Stack):
         self.monitoring.addon.node.add_dependency(self.eks.addons["eks-pod-identity-agent"])
 
         CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
+        if settings.inference_gateway is not None:
+            self.inference_gateway = add_disaggregated_gateway(self, self.serving, settings.inference_gateway)
+            CfnOutput(self, "InferenceGatewayEndpoint", value=self.inference_gateway.endpoint)
 
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
         CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)

@@ -15,26 +15,33 @@ from inference_tiers.k8s.inference_gateway import (
     LoraAdapter,
     ModelPool,
     PoolScaling,
-    ScaledTarget,
     endpoint_picker_args,
     endpoint_picker_config,
-    lora_init_container,
     pool_backend,
     render_endpoint_picker,
     render_gateway,
     render_http_route,
     render_inference_pool,
+    service_backend,
+)
+from inference_tiers.k8s.inference_gateway_lora import lora_init_container, vllm_lora_args
+from inference_tiers.k8s.inference_gateway_scaling import (
+    CloudWatchMetrics,
+    PrometheusMetrics,
+    ScaledTarget,
     render_scaled_object,
     render_trigger_authentication,
     scaler_queries,
-    service_backend,
-    vllm_lora_args,
 )
 from inference_tiers.validation import ArgumentError
 from tests.harness import DATA_DIR
 from tests.inference_gateway.support import DATA, exported_metrics, listed, metric_names, validate
 
-AMP_URL = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef"
+AMP = PrometheusMetrics(
+    url="https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef",
+    region="us-west-2",
+)
+CLOUDWATCH = CloudWatchMetrics(namespace="InferenceTiers/Disaggregated", region="us-west-2")
 ADAPTER = LoraAdapter(name="sql-lora", s3_uri="s3://adapters-bucket/sql-lora/")
 
 
@@ -52,7 +59,17 @@ GATEWAY = GatewaySpec(name="inference", namespace="inference", allowed_cidrs=["1
 
 
 def target(min_replicas: int = 1) -> ScaledTarget:
-    return ScaledTarget("vllm-pd-decode", "vllm-pd-decode", PoolScaling(min_replicas, 4))
+    return ScaledTarget(
+        "vllm-pd-decode", {"namespace": "inference", "role": "decode"}, PoolScaling(min_replicas, 4)
+    )
+
+
+def cloudwatch_target() -> ScaledTarget:
+    return ScaledTarget(
+        "vllm-pd-prefill",
+        {"ClusterName": "c", "Namespace": "inference", "Role": "prefill"},
+        PoolScaling(1, 3, waiting_per_replica=2),
+    )
 
 
 def every_manifest() -> list[dict[str, Any]]:
@@ -64,10 +81,17 @@ def every_manifest() -> list[dict[str, Any]]:
         render_http_route(GATEWAY, pool_backend(lora_pool)),
         render_http_route(GATEWAY, service_backend("vllm-pd-router", 30000)),
         render_scaled_object(
-            "inference", target(0), model_name="m", prometheus_url=AMP_URL, trigger_authentication="keda-aws"
+            "inference", target(0), model_name="m", metrics=AMP, trigger_authentication="keda-aws"
         ),
         render_scaled_object(
-            "inference", target(1), model_name="m", prometheus_url=AMP_URL, trigger_authentication=None
+            "inference", target(1), model_name="m", metrics=AMP, trigger_authentication=None
+        ),
+        render_scaled_object(
+            "inference",
+            cloudwatch_target(),
+            model_name="m",
+            metrics=CLOUDWATCH,
+            trigger_authentication="keda-aws",
         ),
         render_trigger_authentication("keda-aws", "inference"),
     ]
@@ -154,7 +178,7 @@ def test_epp_config_map_holds_the_config_the_flag_points_at() -> None:
 
 def test_every_scaler_query_parses_and_names_only_exported_metrics() -> None:
     exported = exported_metrics()
-    queries = scaler_queries("inference", target(0), "m")
+    queries = scaler_queries(target(0), "m")
     assert len(queries) == 3
     for query in queries:
         names = metric_names(query)
@@ -172,7 +196,7 @@ def test_the_metric_check_can_fail() -> None:
 
 def test_scaled_object_scales_one_deployment_on_queue_and_kv_cache() -> None:
     spec = render_scaled_object(
-        "inference", target(1), model_name="m", prometheus_url=AMP_URL, trigger_authentication="keda-aws"
+        "inference", target(1), model_name="m", metrics=AMP, trigger_authentication="keda-aws"
     )["spec"]
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm-pd-decode"}
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 4)
@@ -184,12 +208,44 @@ def test_scaled_object_scales_one_deployment_on_queue_and_kv_cache() -> None:
     assert triggers["kv-cache"]["metricType"] == "Value"
     assert triggers["queue"]["metadata"]["awsRegion"] == "us-west-2"
     assert triggers["queue"]["authenticationRef"] == {"name": "keda-aws"}
-    assert 'pod=~"vllm-pd-decode-.*"' in triggers["queue"]["metadata"]["query"]
+    assert triggers["queue"]["metadata"]["query"] == (
+        'sum(vllm:num_requests_waiting{namespace="inference",role="decode"})'
+    )
+
+
+def test_cloudwatch_triggers_read_the_exported_series_of_one_role() -> None:
+    spec = render_scaled_object(
+        "inference",
+        cloudwatch_target(),
+        model_name="m",
+        metrics=CLOUDWATCH,
+        trigger_authentication="keda-aws",
+    )["spec"]
+    assert spec["scaleTargetRef"]["name"] == "vllm-pd-prefill"
+    triggers = {t["name"]: t for t in spec["triggers"]}
+    assert {t["type"] for t in triggers.values()} == {"aws-cloudwatch"}
+    queue = triggers["queue"]["metadata"]
+    assert queue["metricName"] == "vllm:num_requests_waiting"
+    assert (queue["dimensionName"], queue["dimensionValue"]) == (
+        "ClusterName;Namespace;Role",
+        "c;inference;prefill",
+    )
+    assert (queue["metricStat"], queue["targetMetricValue"]) == ("Average", "2")
+    assert triggers["queue"]["metricType"] == "Value"
+    assert triggers["kv-cache"]["metadata"]["metricName"] == "vllm:kv_cache_usage_perc"
+    assert {t["metadata"]["metricName"] for t in triggers.values()} <= exported_metrics()
+
+
+def test_scale_to_zero_needs_the_prometheus_source() -> None:
+    with pytest.raises(ArgumentError, match="PrometheusMetrics when min_replicas is 0"):
+        render_scaled_object(
+            "inference", target(0), model_name="m", metrics=CLOUDWATCH, trigger_authentication=None
+        )
 
 
 def test_scale_to_zero_adds_an_activation_trigger_that_exists_without_pods() -> None:
     spec = render_scaled_object(
-        "inference", target(0), model_name="m", prometheus_url=AMP_URL, trigger_authentication=None
+        "inference", target(0), model_name="m", metrics=AMP, trigger_authentication=None
     )["spec"]
     assert spec["minReplicaCount"] == 0
     demand = next(t for t in spec["triggers"] if t["name"] == "demand")
@@ -251,6 +307,8 @@ def test_lora_init_container_syncs_every_adapter_into_the_shared_volume() -> Non
         (lambda: PoolScaling(1, 2, kv_cache_utilisation=1.5), "kv_cache_utilisation"),
         (lambda: LoraAdapter("sql", "https://bucket/x"), "s3_uri"),
         (lambda: GatewaySpec("g", "inference", allowed_cidrs=[]), "allowed_cidrs"),
+        (lambda: ScaledTarget("Decode", {"role": "decode"}, PoolScaling(1, 2)), "deployment"),
+        (lambda: ScaledTarget("decode", {}, PoolScaling(1, 2)), "series"),
         (
             lambda: GatewaySpec("g", "inference", ["10.0.0.0/8"], request_timeout_seconds=0),
             "request_timeout_seconds",

@@ -24,3 +24,23 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
 def add_nag_checks(app: App) -> None:
     """Gate every synth of ``app`` on AWS Solutions checks: any unacknowledged finding fails the synth."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+
+# What Asset.grant_read adds to a cluster's kubectl handler when a Helm chart comes from a CDK asset.
+CHART_ASSET_READ_FINDINGS = (
+    "Action::s3:GetBucket*",
+    "Action::s3:GetObject*",
+    "Action::s3:List*",
+    "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+)
+
+
+def acknowledge_chart_asset_read(kubectl_provider: IConstruct) -> None:
+    """Acknowledge the read-only asset-bucket grant that a Helm chart asset gives the kubectl handler."""
+    for finding in CHART_ASSET_READ_FINDINGS:
+        acknowledge(
+            kubectl_provider,
+            f"AwsSolutions-IAM5[{finding}]",
+            "Asset.grant_read lets the kubectl handler download the packaged Helm chart from the CDK "
+            "bootstrap asset bucket, read-only",
+        )

@@ -1,0 +1,325 @@
+"""InferenceGateway: Istio + Gateway API Inference Extension + KEDA in front of vLLM pools on EKS.
+
+The one shared construct of the smart inference gateway (docs/inference-gateway.md). It installs, in order:
+the pinned Gateway API and Inference Extension CRDs (a chart holding only ``crds/``), Istio's ``base`` and
+``istiod`` charts with the inference extension switched on, KEDA (optional: HyperPod's operator add-on brings
+its own), then one manifest with every pool's InferencePool and Endpoint Picker, the Gateway, its HTTPRoute and
+a KEDA ScaledObject per scaled Deployment. The objects come from the pure renderers in
+:mod:`inference_tiers.k8s.inference_gateway` and its ``_scaling`` module (validated there against the CRDs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_eks as eks_l1
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from inference_tiers.constructs.common.nag import acknowledge, acknowledge_chart_asset_read
+from inference_tiers.constructs.disaggregated.monitoring import METRIC_NAMESPACE
+from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
+from inference_tiers.k8s.disaggregated import LOAD_BALANCER_PORT, ROLES
+from inference_tiers.k8s.inference_gateway import (
+    CRD_CHART_DIR,
+    GATEWAY_CLASS,
+    GATEWAY_PORT,
+    ISTIO_CHART_REPOSITORY,
+    ISTIO_VERSION,
+    KEDA_CHART_REPOSITORY,
+    KEDA_VERSION,
+    GatewaySpec,
+    Manifest,
+    ModelPool,
+    pool_backend,
+    render_endpoint_picker,
+    render_gateway,
+    render_http_route,
+    render_inference_pool,
+    service_backend,
+)
+from inference_tiers.k8s.inference_gateway_scaling import (
+    CloudWatchMetrics,
+    MetricsSource,
+    PrometheusMetrics,
+    ScaledTarget,
+    render_scaled_object,
+    render_trigger_authentication,
+)
+from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
+from inference_tiers.validation import Args
+
+ISTIO_NAMESPACE = "istio-system"
+KEDA_NAMESPACE = "keda"
+KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
+TRIGGER_AUTHENTICATION = "keda-aws"
+
+
+@dataclass(frozen=True)
+class ServiceBackend:
+    """A plain Service the route sends everything to (vllm-router, which picks the prefill/decode pair)."""
+
+    name: str
+    port: int
+
+
+class InferenceGateway(Construct):
+    """An internal, inference-aware gateway for vLLM pools on an EKS cluster.
+
+    :param cluster: the EKS cluster (with a kubectl provider).
+    :param namespace: the existing namespace of the vLLM pods; every object of the gateway goes there.
+    :param backend: what the route sends requests to: a :class:`ModelPool` (an InferencePool whose Endpoint
+        Picker chooses the pod) or a :class:`ServiceBackend`.
+    :param pools: the InferencePools (and Endpoint Pickers) to create; ``backend`` may be one of them.
+        Default: ``backend`` when it is a pool, else none.
+    :param scaled_targets: Deployments KEDA scales on their queue and KV cache (one ScaledObject each).
+        Default none.
+    :param metrics: where KEDA reads the vLLM series (required with ``scaled_targets``).
+    :param model_name: the served model name, for the scale-from-zero trigger. Default: the backend pool's.
+    :param install_keda: install the pinned KEDA chart with an EKS Pod Identity role. Default True; False where
+        the cluster already runs KEDA (HyperPod's inference operator add-on), whose role must then read
+        ``metrics``.
+    :param allowed_cidrs: client CIDRs the internal NLB admits (tokens accepted). Default: the VPC's CIDR.
+    :param name: Gateway and HTTPRoute name. Default ``inference-gateway``.
+    :param request_timeout_seconds: the route's request timeout, 1-3600. Default 600.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        namespace: str,
+        backend: ModelPool | ServiceBackend,
+        pools: Sequence[ModelPool] | None = None,
+        scaled_targets: Sequence[ScaledTarget] = (),
+        metrics: MetricsSource | None = None,
+        model_name: str | None = None,
+        install_keda: bool = True,
+        allowed_cidrs: Sequence[str] | None = None,
+        name: str = "inference-gateway",
+        request_timeout_seconds: int = 600,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        args = Args("InferenceGateway")
+        cluster = args.implements("cluster", cluster, eks.ICluster)
+        if cluster.kubectl_provider is None:
+            raise args.error("cluster", cluster, "a cluster created with kubectl_provider_options")
+        if not isinstance(backend, ModelPool | ServiceBackend):
+            raise args.error("backend", backend, "a ModelPool or a ServiceBackend")
+        pools = args.sequence(
+            "pools",
+            [backend] if pools is None and isinstance(backend, ModelPool) else (pools or []),
+            lambda n, v: args.instance(n, v, ModelPool),
+        )
+        targets = args.sequence(
+            "scaled_targets", scaled_targets, lambda n, v: args.instance(n, v, ScaledTarget)
+        )
+        if targets and metrics is None:
+            raise args.error(
+                "metrics", metrics, "a PrometheusMetrics or CloudWatchMetrics with scaled_targets"
+            )
+        if metrics is not None and not isinstance(metrics, PrometheusMetrics | CloudWatchMetrics):
+            raise args.error("metrics", metrics, "a PrometheusMetrics or CloudWatchMetrics")
+        args.boolean("install_keda", install_keda)
+        for index, pool in enumerate(pools):
+            if pool.namespace != namespace:
+                raise args.error(
+                    f"pools[{index}].namespace", pool.namespace, f"the gateway's namespace {namespace!r}"
+                )
+        if model_name is None:
+            model_name = (
+                backend.model_name
+                if isinstance(backend, ModelPool)
+                else pools[0].model_name
+                if pools
+                else "none"
+            )
+        self.spec = GatewaySpec(
+            name=name,
+            namespace=namespace,
+            allowed_cidrs=[cluster.vpc.vpc_cidr_block] if allowed_cidrs is None else list(allowed_cidrs),
+            request_timeout_seconds=request_timeout_seconds,
+        )
+        self.cluster = cluster
+
+        self.crds = eks.HelmChart(
+            self,
+            "Crds",
+            cluster=cluster,
+            chart_asset=s3_assets.Asset(self, "CrdChart", path=str(CRD_CHART_DIR)),
+            release="inference-gateway-crds",
+            namespace="kube-system",
+        )
+        acknowledge_chart_asset_read(cluster.kubectl_provider)
+        self.istio_base = self._istio_chart("IstioBase", "base", {})
+        self.istio_base.node.add_dependency(self.crds)
+        # Without this pilot flag istiod ignores HTTPRoutes whose backend is an InferencePool.
+        self.istiod = self._istio_chart(
+            "Istiod", "istiod", {"pilot": {"env": {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}}}
+        )
+        self.istiod.node.add_dependency(self.istio_base)
+
+        self.keda: eks.HelmChart | None = None
+        self.keda_role: iam.Role | None = None
+        if targets and install_keda:
+            assert metrics is not None
+            self.keda = self._keda(metrics)
+
+        objects: list[Manifest] = []
+        for pool in pools:
+            objects += [render_inference_pool(pool), *render_endpoint_picker(pool)]
+        route_backend = (
+            pool_backend(backend)
+            if isinstance(backend, ModelPool)
+            else service_backend(backend.name, backend.port)
+        )
+        objects += [render_gateway(self.spec), render_http_route(self.spec, route_backend)]
+        if targets:
+            assert metrics is not None
+            objects.append(render_trigger_authentication(TRIGGER_AUTHENTICATION, namespace))
+            objects += [
+                render_scaled_object(
+                    namespace,
+                    target,
+                    model_name=model_name,
+                    metrics=metrics,
+                    trigger_authentication=TRIGGER_AUTHENTICATION,
+                )
+                for target in targets
+            ]
+        self.manifest = eks.KubernetesManifest(self, "Objects", cluster=cluster, manifest=objects)
+        self.manifest.node.add_dependency(self.istiod)
+        if self.keda is not None:
+            self.manifest.node.add_dependency(self.keda)
+
+        # Istio names the proxy it deploys for a Gateway "<gateway>-<class>"; its NLB's DNS name comes back here.
+        load_balancer = eks.KubernetesObjectValue(
+            self,
+            "LoadBalancer",
+            cluster=cluster,
+            object_type="service",
+            object_name=f"{name}-{GATEWAY_CLASS}",
+            object_namespace=namespace,
+            json_path=".status.loadBalancer.ingress[0].hostname",
+            timeout=Duration.minutes(15),
+        )
+        load_balancer.node.add_dependency(self.manifest)
+        self.endpoint = f"http://{load_balancer.value}:{GATEWAY_PORT}"
+        """OpenAI-compatible base URL of the gateway's internal NLB (a deploy-time token)."""
+
+    def _istio_chart(self, construct_id: str, chart: str, values: dict[str, object]) -> eks.HelmChart:
+        return eks.HelmChart(
+            self,
+            construct_id,
+            cluster=self.cluster,
+            chart=chart,
+            repository=ISTIO_CHART_REPOSITORY,
+            version=ISTIO_VERSION,
+            release=f"istio-{chart}",
+            namespace=ISTIO_NAMESPACE,
+            create_namespace=True,
+            values=values,
+        )
+
+    def _keda(self, metrics: MetricsSource) -> eks.HelmChart:
+        stack = Stack.of(self)
+        cluster_arn = stack.format_arn(
+            service="eks", resource="cluster", resource_name=self.cluster.cluster_name
+        )
+        self.keda_role = iam.Role(
+            self,
+            "KedaRole",
+            description="KEDA operator: reads the vLLM queue and KV-cache metrics it scales on (EKS Pod Identity)",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com")
+            .with_session_tags()
+            .with_conditions(
+                {
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnEquals": {"aws:SourceArn": cluster_arn},
+                }
+            ),
+        )
+        if isinstance(metrics, CloudWatchMetrics):
+            self.keda_role.add_to_policy(
+                iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
+            )
+            acknowledge(
+                self.keda_role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "cloudwatch:GetMetricData supports no resource-level permissions (Service Authorization "
+                "Reference: resource type none); the role reads metrics only.",
+            )
+        else:
+            workspace = metrics.url.rstrip("/").rsplit("/", 1)[-1]
+            self.keda_role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["aps:QueryMetrics"],
+                    resources=[
+                        stack.format_arn(service="aps", resource="workspace", resource_name=workspace)
+                    ],
+                )
+            )
+        association = eks_l1.CfnPodIdentityAssociation(
+            self,
+            "KedaPodIdentity",
+            cluster_name=self.cluster.cluster_name,
+            namespace=KEDA_NAMESPACE,
+            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
+            role_arn=self.keda_role.role_arn,
+        )
+        chart = eks.HelmChart(
+            self,
+            "Keda",
+            cluster=self.cluster,
+            chart="keda",
+            repository=KEDA_CHART_REPOSITORY,
+            version=KEDA_VERSION,
+            release="keda",
+            namespace=KEDA_NAMESPACE,
+            create_namespace=True,
+            values={"podIdentity": {"aws": {"irsa": {"enabled": False}}}},
+        )
+        # The operator's first credentials come from the association: create it before the pods start.
+        chart.node.add_dependency(association)
+        return chart
+
+
+def add_disaggregated_gateway(
+    scope: Construct, serving: DisaggregatedServing, settings: InferenceGatewaySettings
+) -> InferenceGateway:
+    """The disaggregated tier's gateway: Istio in front of vllm-router, KEDA scaling prefill and decode apart.
+
+    vllm-router stays the one that picks the prefill/decode pair (cache-aware prefill, power-of-two decode):
+    the v1.5.0 Endpoint Picker has no prefill/decode handler, so no InferencePool is put in front of the pods.
+    KEDA reads the pools' queue and KV-cache series from CloudWatch, where DisaggregatedMonitoring's pipeline
+    writes them per Role.
+    """
+    spec = serving.spec
+    cluster_name = serving.cluster.cluster_name
+    gateway = InferenceGateway(
+        scope,
+        "InferenceGateway",
+        cluster=serving.cluster,
+        namespace=spec.namespace,
+        backend=ServiceBackend(spec.resource_name("router"), LOAD_BALANCER_PORT),
+        scaled_targets=[
+            ScaledTarget(
+                spec.resource_name(role),
+                {"ClusterName": cluster_name, "Namespace": spec.namespace, "Role": role},
+                settings.pools[role],
+            )
+            for role in ROLES
+        ],
+        metrics=CloudWatchMetrics(namespace=METRIC_NAMESPACE, region=Aws.REGION),
+        model_name=spec.model_id,
+        allowed_cidrs=spec.allowed_cidrs,
+        request_timeout_seconds=settings.request_timeout_seconds,
+    )
+    gateway.node.add_dependency(serving)
+    return gateway
