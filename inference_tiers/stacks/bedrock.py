@@ -48,8 +48,6 @@ from inference_tiers.constructs.bedrock.model_access import (
     has_geography_prefix,
 )
 from inference_tiers.constructs.bedrock.monitoring import BedrockMonitoring
-from inference_tiers.constructs.common.console import dashboard_url
-from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Bedrock"
@@ -272,7 +270,6 @@ class BedrockStack(Stack):
         self.invoke_access = ModelInvokeAccess(
             self, "InvokeAccess", grantee=self.application_role, model=model, guardrail=self.guardrail
         )
-        self._acknowledge_wildcards(system_profile, settings.guardrail_profile)
 
         self.invocation_logging: ModelInvocationLogging | None = None
         if settings.invocation_logging:
@@ -306,27 +303,6 @@ class BedrockStack(Stack):
             profile_arn = system_profile.arn(self)
         self._outputs(model_id=self.invoke_access.model_id, profile_arn=profile_arn)
 
-    def _acknowledge_wildcards(
-        self, profile: CrossRegionProfile | None, guardrail_profile: str | None
-    ) -> None:
-        """Cross-Region grants name one resource in every Region (IAM5), each for a documented reason."""
-        if profile is not None and profile.geography is not Geography.GLOBAL:
-            # Global profiles use the source-Region and Region-less model ARNs: no wildcard to acknowledge.
-            acknowledge(
-                self.application_role,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{profile.model_id}]",
-                f"The {profile.profile_id} cross-Region profile serves requests from the model in any Region of "
-                "its geography; the grant names one model and is pinned by bedrock:InferenceProfileArn to it.",
-            )
-        if guardrail_profile is not None:
-            acknowledge(
-                self.application_role,
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*:<AWS::AccountId>:guardrail-profile/"
-                f"{guardrail_profile}]",
-                f"A cross-Region guardrail evaluates in any destination Region of {guardrail_profile}, so "
-                "ApplyGuardrail needs that one guardrail profile in every Region of this account.",
-            )
-
     def _outputs(self, *, model_id: str, profile_arn: str) -> None:
         guardrail = self.guardrail
         CfnOutput(
@@ -352,7 +328,7 @@ class BedrockStack(Stack):
         CfnOutput(
             self,
             "DashboardUrl",
-            value=dashboard_url(self.monitoring.dashboard),
+            value=self.monitoring.dashboard_url,
         )
         CfnOutput(
             self,

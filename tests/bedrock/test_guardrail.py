@@ -1,11 +1,10 @@
-"""The Guardrail construct: rendered policies, safe defaults, version stability, grants, metrics, validation."""
+"""The Guardrail construct: rendered policies, safe defaults, version stability, grants, metrics (misuse: test_misuse.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import aws_cdk as cdk
-import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
@@ -329,125 +328,6 @@ def test_metrics_use_the_guardrails_namespace_and_this_version() -> None:
         "intervened": "InvocationsIntervened",
         "invocations": "Invocations",
     }
-
-
-# ------------------------------------------------------------------------------------------------ validation
-
-
-@pytest.mark.parametrize(
-    ("build", "message"),
-    [
-        (
-            lambda: ContentFilter(type="HATE", input_strength="VERY_HIGH"),
-            r"input_strength: got 'VERY_HIGH'; expected one of NONE, LOW, MEDIUM, HIGH",
-        ),
-        (lambda: ContentFilter(type="HATE", output_strength="max"), r"output_strength: got 'max'"),
-        (lambda: ContentFilter(type="GORE"), r"ContentFilter.type: got 'GORE'; expected one of SEXUAL"),
-        (
-            lambda: ContentFilter(type="HATE", input_action="ALLOW"),
-            r"input_action: got 'ALLOW'; expected one of BLOCK, NONE",
-        ),
-        (
-            lambda: ContentFilter(type="HATE", input_modalities=()),
-            r"input_modalities: got \(\); expected one or two",
-        ),
-        (lambda: ContentFilter(type="HATE", output_modalities=("TEXT", "TEXT")), r"duplicates \['TEXT'\]"),
-        (
-            lambda: ContentFilter(type="HATE", output_modalities=("AUDIO",)),
-            r"got 'AUDIO'; expected one of TEXT, IMAGE",
-        ),
-        (
-            lambda: ContentFilter(type=ContentFilterType.PROMPT_ATTACK, output_strength="LOW"),
-            r"PROMPT_ATTACK\)\.output_strength: got 'LOW'; expected NONE",
-        ),
-        (
-            lambda: DeniedTopic(name="Bad/name", definition="x"),
-            r"DeniedTopic\('Bad/name'\)\.name: got 'Bad/name'; expected a string matching",
-        ),
-        (
-            lambda: DeniedTopic(name="ok", definition=""),
-            r"definition: got ''; expected a string of 1 to 1000",
-        ),
-        (
-            lambda: DeniedTopic(name="ok", definition="d", examples=("a",) * 6),
-            r"got 6 examples; expected at most 5",
-        ),
-        (
-            lambda: DeniedTopic(name="ok", definition="d", examples=("x" * 101,)),
-            r"examples\[0\]: got 'x+'; expected a string of 1 to 100",
-        ),
-        (lambda: WordFilter(text=""), r"WordFilter.text: got ''"),
-        (lambda: PiiEntity(type="SHOE_SIZE"), r"PiiEntity.type: got 'SHOE_SIZE'"),
-        (
-            lambda: PiiEntity(type="EMAIL", output_action="MASK"),
-            r"PiiEntity\(EMAIL\)\.output_action: got 'MASK'; expected one of BLOCK, ANONYMIZE, NONE",
-        ),
-        (lambda: RegexFilter(name="", pattern="x"), r"RegexFilter\(''\)\.name: got ''"),
-        (lambda: RegexFilter(name="r", pattern=""), r"pattern: got ''"),
-        (
-            lambda: ContextualGrounding(grounding_threshold=1.5),
-            r"grounding_threshold: got 1.5; expected a number from 0 to 0.99",
-        ),
-        (lambda: ContextualGrounding(relevance_threshold=-0.1), r"relevance_threshold: got -0.1"),
-        (
-            lambda: ContextualGrounding(grounding_threshold=None, relevance_threshold=None),
-            r"got no threshold",
-        ),
-        (lambda: AutomatedReasoning(policy_arns=()), r"got 0 ARNs; expected one or two"),
-        (
-            lambda: AutomatedReasoning(policy_arns=("arn:aws:s3:::bucket",)),
-            r"policy_arns\[0\]: got 'arn:aws:s3:::bucket'",
-        ),
-        (
-            lambda: AutomatedReasoning(policy_arns=(AR_POLICY,), confidence_threshold=2),
-            r"confidence_threshold: got 2; expected a number from 0 to 1",
-        ),
-    ],
-)
-def test_policy_values_are_validated(build: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        build()
-
-
-@pytest.mark.parametrize(
-    ("props", "message"),
-    [
-        ({"tier": GuardrailTier.STANDARD}, r"tier: got 'STANDARD' without cross_region_guardrail_profile"),
-        ({"tier": "PREMIUM"}, r"Guardrail.tier: got 'PREMIUM'; expected one of CLASSIC, STANDARD"),
-        (
-            {"cross_region_guardrail_profile": "us-guardrail"},
-            r"cross_region_guardrail_profile: got 'us-guardrail'",
-        ),
-        ({"guardrail_name": "has space"}, r"guardrail_name: got 'has space'; expected a string matching"),
-        ({"guardrail_name": "x" * 51}, r"guardrail_name: got 'x+'; expected a string of 1 to 50"),
-        ({"description": "d" * 201}, r"description: got 'd+'; expected a string of 1 to 200"),
-        ({"blocked_input_message": ""}, r"blocked_input_message: got ''; expected a string of 1 to 500"),
-        (
-            {"blocked_output_message": "m" * 501},
-            r"blocked_output_message: got 'm+'; expected a string of 1 to 500",
-        ),
-        (
-            {"content_filters": [ContentFilter(type="HATE")] * 2},
-            r"content_filters types: got duplicates \['HATE'\]",
-        ),
-        ({"content_filters": ["HATE"]}, r"content_filters: got 'HATE'; expected ContentFilter instances"),
-        ({"denied_topics": [DeniedTopic(name=f"t{i}", definition="d") for i in range(31)]}, r"got 31 topics"),
-        (
-            {"denied_topics": [DeniedTopic(name="t", definition="d")] * 2},
-            r"denied_topics names: got duplicates",
-        ),
-        ({"word_filters": ["w", "w"]}, r"word_filters: got duplicates \['w'\]"),
-        ({"pii_entities": [PiiEntity(type="EMAIL")] * 2}, r"pii_entities types: got duplicates \['EMAIL'\]"),
-        ({"regex_filters": [RegexFilter(name=f"r{i}", pattern="x") for i in range(31)]}, r"got 31 filters"),
-        (
-            {"content_filters": (), "pii_entities": (), "profanity_filter": False},
-            r"Guardrail: got no policy; expected at least one of",
-        ),
-    ],
-)
-def test_guardrail_props_are_validated(props: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        Guardrail(_stack(), "Guardrail", **props)
 
 
 def test_a_partial_policy_is_valid_and_omits_the_rest() -> None:

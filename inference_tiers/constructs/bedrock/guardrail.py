@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, Stack, Token
+from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, Stack
 from aws_cdk import aws_bedrock as bedrock
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -26,8 +25,11 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge_granted_resource
+from inference_tiers.validation import Args
 
 E = TypeVar("E", bound=Enum)
+T = TypeVar("T")
 
 
 class FilterStrength(StrEnum):
@@ -105,29 +107,35 @@ class GuardrailTier(StrEnum):
     STANDARD = "STANDARD"
 
 
-def _enum(kind: type[E], value: Any, where: str) -> E:
-    """``value`` as a member of ``kind`` (members or their string values accepted), else a clear ValueError."""
-    try:
-        return kind(value)
-    except ValueError:
-        accepted = ", ".join(member.value for member in kind)
-        raise ValueError(f"{where}: got {value!r}; expected one of {accepted}") from None
+# Every policy value is part of the hash that names the guardrail version, so it must be known at synth time:
+# a deploy-time value could change the policy without changing the hash (and so without a new version).
+def _text(args: Args, param: str, value: Any, max_length: int, pattern: str | None = None) -> str:
+    return args.text(param, value, max_length=max_length, pattern=pattern, allow_token=False)
 
 
-def _check_text(value: str, where: str, *, max_length: int, pattern: str | None = None) -> None:
-    """A non-empty string of at most ``max_length`` characters, matching ``pattern`` (skipped for tokens)."""
-    if Token.is_unresolved(value):
-        return
-    if not isinstance(value, str) or not 1 <= len(value) <= max_length:
-        raise ValueError(f"{where}: got {value!r}; expected a string of 1 to {max_length} characters")
-    if pattern and not re.fullmatch(pattern, value):
-        raise ValueError(f"{where}: got {value!r}; expected a string matching {pattern}")
+def _choices(args: Args, param: str, value: Any, kind: type[E], max_items: int) -> tuple[E, ...]:
+    """1 to ``max_items`` distinct members of ``kind`` (members or their string values)."""
+    return args.sequence(
+        param,
+        value,
+        lambda name, v: args.choice(name, v, kind),
+        min_items=1,
+        max_items=max_items,
+        unique=True,
+    )
 
 
-def _check_unique(values: Sequence[Any], where: str) -> None:
-    duplicates = sorted({str(v) for v in values if list(values).count(v) > 1})
-    if duplicates:
-        raise ValueError(f"{where}: got duplicates {duplicates}; expected each at most once")
+def _instances(args: Args, param: str, value: Any, kind: type[T], max_items: int) -> tuple[T, ...]:
+    return args.sequence(param, value, lambda name, v: args.instance(name, v, kind), max_items=max_items)
+
+
+def _distinct(args: Args, param: str, items: Sequence[Any], key: Callable[[Any], str], what: str) -> None:
+    """Bedrock refuses two entries with the same ``what`` (a type, a name, a word)."""
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if key(item) in seen:
+            raise args.error(f"{param}[{index}]", item, f"each {what} at most once ({key(item)!r} repeats)")
+        seen.add(key(item))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -154,8 +162,8 @@ class ContentFilter:
     output_modalities: tuple[Modality, ...] = (Modality.TEXT,)
 
     def __post_init__(self) -> None:
-        where = f"ContentFilter({self.type!r})"
-        _set(self, "type", _enum(ContentFilterType, self.type, "ContentFilter.type"))
+        args = Args("ContentFilter")
+        _set(self, "type", args.choice("type", self.type, ContentFilterType))
         if self.output_strength is None:
             prompt_only = self.type is ContentFilterType.PROMPT_ATTACK
             _set(self, "output_strength", FilterStrength.NONE if prompt_only else FilterStrength.MEDIUM)
@@ -165,18 +173,17 @@ class ContentFilter:
             ("input_action", GuardrailAction),
             ("output_action", GuardrailAction),
         ):
-            _set(self, name, _enum(kind, getattr(self, name), f"{where}.{name}"))
+            _set(self, name, args.choice(name, getattr(self, name), kind))
+        for name in ("input_enabled", "output_enabled"):
+            args.boolean(name, getattr(self, name))
         for name in ("input_modalities", "output_modalities"):
-            modalities = tuple(_enum(Modality, m, f"{where}.{name}") for m in getattr(self, name))
-            if not 1 <= len(modalities) <= 2:
-                raise ValueError(f"{where}.{name}: got {modalities!r}; expected one or two of TEXT, IMAGE")
-            _check_unique(modalities, f"{where}.{name}")
-            _set(self, name, modalities)
+            _set(self, name, _choices(args, name, getattr(self, name), Modality, max_items=2))
         output = self._output_strength
         if self.type is ContentFilterType.PROMPT_ATTACK and output is not FilterStrength.NONE:
-            raise ValueError(
-                f"ContentFilter(PROMPT_ATTACK).output_strength: got {output.value!r}; expected "
-                "NONE (prompt attacks are detected in prompts only)"
+            raise args.error(
+                "output_strength",
+                output.value,
+                "FilterStrength.NONE for PROMPT_ATTACK (prompt attacks are detected in prompts only)",
             )
 
     @property
@@ -211,16 +218,17 @@ class DeniedTopic:
     output_enabled: bool = True
 
     def __post_init__(self) -> None:
-        where = f"DeniedTopic({self.name!r})"
-        _check_text(self.name, f"{where}.name", max_length=100, pattern=r"[0-9a-zA-Z\-_ !?.]+")
-        _check_text(self.definition, f"{where}.definition", max_length=1000)
-        _set(self, "examples", tuple(self.examples))
-        if len(self.examples) > 5:
-            raise ValueError(f"{where}.examples: got {len(self.examples)} examples; expected at most 5")
-        for index, example in enumerate(self.examples):
-            _check_text(example, f"{where}.examples[{index}]", max_length=100)
+        args = Args("DeniedTopic")
+        _text(args, "name", self.name, 100, r"[0-9a-zA-Z\-_ !?.]+")
+        _text(args, "definition", self.definition, 1000)
+        examples = args.sequence(
+            "examples", self.examples, lambda name, v: _text(args, name, v, 100), max_items=5
+        )
+        _set(self, "examples", examples)
         for name in ("input_action", "output_action"):
-            _set(self, name, _enum(GuardrailAction, getattr(self, name), f"{where}.{name}"))
+            _set(self, name, args.choice(name, getattr(self, name), GuardrailAction))
+        for name in ("input_enabled", "output_enabled"):
+            args.boolean(name, getattr(self, name))
 
     def _cfn(self) -> dict[str, Any]:
         return {
@@ -244,9 +252,10 @@ class WordFilter:
     output_action: GuardrailAction = GuardrailAction.BLOCK
 
     def __post_init__(self) -> None:
-        _check_text(self.text, "WordFilter.text", max_length=100)
+        args = Args("WordFilter")
+        _text(args, "text", self.text, 100)
         for name in ("input_action", "output_action"):
-            _set(self, name, _enum(GuardrailAction, getattr(self, name), f"WordFilter({self.text!r}).{name}"))
+            _set(self, name, args.choice(name, getattr(self, name), GuardrailAction))
 
     def _cfn(self) -> dict[str, Any]:
         return {
@@ -265,9 +274,10 @@ class PiiEntity:
     output_action: PiiAction = PiiAction.ANONYMIZE
 
     def __post_init__(self) -> None:
-        _set(self, "type", _enum(PiiEntityType, self.type, "PiiEntity.type"))
+        args = Args("PiiEntity")
+        _set(self, "type", args.choice("type", self.type, PiiEntityType))
         for name in ("input_action", "output_action"):
-            _set(self, name, _enum(PiiAction, getattr(self, name), f"PiiEntity({self.type.value}).{name}"))
+            _set(self, name, args.choice(name, getattr(self, name), PiiAction))
 
     def _cfn(self) -> dict[str, Any]:
         # ``Action`` is required by the schema; the per-direction actions are what the service applies.
@@ -292,13 +302,13 @@ class RegexFilter:
     output_action: PiiAction = PiiAction.BLOCK
 
     def __post_init__(self) -> None:
-        where = f"RegexFilter({self.name!r})"
-        _check_text(self.name, f"{where}.name", max_length=100)
-        _check_text(self.pattern, f"{where}.pattern", max_length=500)
+        args = Args("RegexFilter")
+        _text(args, "name", self.name, 100)
+        _text(args, "pattern", self.pattern, 500)
         if self.description is not None:
-            _check_text(self.description, f"{where}.description", max_length=1000)
+            _text(args, "description", self.description, 1000)
         for name in ("input_action", "output_action"):
-            _set(self, name, _enum(PiiAction, getattr(self, name), f"{where}.{name}"))
+            _set(self, name, args.choice(name, getattr(self, name), PiiAction))
 
     def _cfn(self) -> dict[str, Any]:
         rendered = {
@@ -326,19 +336,16 @@ class ContextualGrounding:
     action: GuardrailAction = GuardrailAction.BLOCK
 
     def __post_init__(self) -> None:
-        if self.grounding_threshold is None and self.relevance_threshold is None:
-            raise ValueError(
-                "ContextualGrounding: got no threshold; expected grounding_threshold and/or relevance_threshold"
-            )
+        args = Args("ContextualGrounding")
         for name in ("grounding_threshold", "relevance_threshold"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 0.99
-            ):
-                raise ValueError(
-                    f"ContextualGrounding.{name}: got {value!r}; expected a number from 0 to 0.99"
-                )
-        _set(self, "action", _enum(GuardrailAction, self.action, "ContextualGrounding.action"))
+            if value is not None:
+                args.number(name, value, minimum=0, maximum=0.99)
+        if self.grounding_threshold is None and self.relevance_threshold is None:
+            raise args.error(
+                "grounding_threshold", None, "a threshold here and/or in relevance_threshold (both are None)"
+            )
+        _set(self, "action", args.choice("action", self.action, GuardrailAction))
 
     def _cfn(self) -> list[dict[str, Any]]:
         filters = []
@@ -364,23 +371,18 @@ class AutomatedReasoning:
     confidence_threshold: float | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "policy_arns", tuple(self.policy_arns))
-        if not 1 <= len(self.policy_arns) <= 2:
-            raise ValueError(
-                f"AutomatedReasoning.policy_arns: got {len(self.policy_arns)} ARNs; expected one or two"
-            )
-        _check_unique(self.policy_arns, "AutomatedReasoning.policy_arns")
-        for index, arn in enumerate(self.policy_arns):
-            _check_text(
-                arn, f"AutomatedReasoning.policy_arns[{index}]", max_length=2048, pattern=_AR_POLICY_ARN
-            )
-        threshold = self.confidence_threshold
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
-        ):
-            raise ValueError(
-                f"AutomatedReasoning.confidence_threshold: got {threshold!r}; expected a number from 0 to 1"
-            )
+        args = Args("AutomatedReasoning")
+        arns = args.sequence(
+            "policy_arns",
+            self.policy_arns,
+            lambda name, v: _text(args, name, v, 2048, _AR_POLICY_ARN),
+            min_items=1,
+            max_items=2,
+            unique=True,
+        )
+        _set(self, "policy_arns", arns)
+        if self.confidence_threshold is not None:
+            args.number("confidence_threshold", self.confidence_threshold, minimum=0, maximum=1)
 
     def _cfn(self) -> dict[str, Any]:
         rendered: dict[str, Any] = {"policies": list(self.policy_arns)}
@@ -515,15 +517,19 @@ class Guardrail(Construct):
         kms_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.tier = _enum(GuardrailTier, tier, "Guardrail.tier")
+        args = Args("Guardrail")
+        self.tier = args.choice("tier", tier, GuardrailTier)
+        if cross_region_guardrail_profile is not None:
+            _text(args, "cross_region_guardrail_profile", cross_region_guardrail_profile, 64, _PROFILE_ID)
         self.cross_region_guardrail_profile = cross_region_guardrail_profile
         policy = _resolve_policy(
-            content_filters=DEFAULT_CONTENT_FILTERS if content_filters is None else tuple(content_filters),
-            denied_topics=tuple(denied_topics),
-            word_filters=tuple(w if isinstance(w, WordFilter) else WordFilter(text=w) for w in word_filters),
+            args,
+            content_filters=DEFAULT_CONTENT_FILTERS if content_filters is None else content_filters,
+            denied_topics=denied_topics,
+            word_filters=word_filters,
             profanity_filter=profanity_filter,
-            pii_entities=DEFAULT_PII_ENTITIES if pii_entities is None else tuple(pii_entities),
-            regex_filters=tuple(regex_filters),
+            pii_entities=DEFAULT_PII_ENTITIES if pii_entities is None else pii_entities,
+            regex_filters=regex_filters,
             contextual_grounding=contextual_grounding,
             automated_reasoning=automated_reasoning,
             tier=self.tier,
@@ -532,8 +538,11 @@ class Guardrail(Construct):
             blocked_output_message=blocked_output_message,
             description=description,
         )
+        # The name is not part of the policy hash (renaming updates the guardrail in place): a token is fine.
         if guardrail_name is not None:
-            _check_text(guardrail_name, "Guardrail.guardrail_name", max_length=50, pattern=r"[0-9a-zA-Z\-_]+")
+            args.text("guardrail_name", guardrail_name, max_length=50, pattern=r"[0-9a-zA-Z\-_]+")
+        if kms_key is not None:
+            args.implements("kms_key", kms_key, kms.IKey)
         name = guardrail_name or Names.unique_resource_name(self, max_length=50, separator="-")
 
         self.kms_key: kms.IKey = kms_key or retained_key(
@@ -588,11 +597,8 @@ class Guardrail(Construct):
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` apply this guardrail (ApplyGuardrail, inline or standalone) and decrypt it."""
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["bedrock:ApplyGuardrail"],
-            resource_arns=[self.guardrail_arn, *self.guardrail_profile_arns()],
-        )
+        profiles = self.guardrail_profile_arns()
+        grant = _grant_apply("Guardrail", grantee, self.guardrail_arn, profiles[0] if profiles else None)
         self.kms_key.grant(grantee, "kms:Decrypt")
         return grant
 
@@ -661,21 +667,20 @@ class ImportedGuardrail:
         kms_key_arn: str | None = None,
         cross_region_guardrail_profile: str | None = None,
     ) -> None:
-        _check_text(guardrail_arn, "ImportedGuardrail.guardrail_arn", max_length=2048, pattern=_GUARDRAIL_ARN)
-        _check_text(
-            guardrail_version, "ImportedGuardrail.guardrail_version", max_length=8, pattern=r"[1-9][0-9]{0,7}"
-        )
+        args = Args("ImportedGuardrail")
+        args.text("guardrail_arn", guardrail_arn, max_length=2048, pattern=_GUARDRAIL_ARN)
+        args.text("guardrail_version", guardrail_version, max_length=8, pattern=r"[1-9][0-9]{0,7}")
         if kms_key_arn is not None:
-            _check_text(
+            args.text(
+                "kms_key_arn",
                 kms_key_arn,
-                "ImportedGuardrail.kms_key_arn",
                 max_length=2048,
                 pattern=r"arn:aws(-[^:]+)?:kms:[a-zA-Z0-9-]*:[0-9]{12}:key/[a-zA-Z0-9-]{36}",
             )
         if cross_region_guardrail_profile is not None:
-            _check_text(
+            args.text(
+                "cross_region_guardrail_profile",
                 cross_region_guardrail_profile,
-                "ImportedGuardrail.cross_region_guardrail_profile",
                 max_length=64,
                 pattern=_PROFILE_ID,
             )
@@ -694,15 +699,11 @@ class ImportedGuardrail:
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
         """ApplyGuardrail on the guardrail (and its profile in every Region), and decrypt with its key."""
-        resources = [self._guardrail_arn]
+        profile = None
         if self.cross_region_guardrail_profile is not None:
             arn = Arn.split(self._guardrail_arn, ArnFormat.SLASH_RESOURCE_NAME)
-            resources.append(
-                f"arn:{arn.partition}:bedrock:*:{arn.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
-            )
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee, actions=["bedrock:ApplyGuardrail"], resource_arns=resources
-        )
+            profile = f"arn:{arn.partition}:bedrock:*:{arn.account}:guardrail-profile/{self.cross_region_guardrail_profile}"
+        grant = _grant_apply("ImportedGuardrail", grantee, self._guardrail_arn, profile)
         if self.kms_key_arn is not None:
             iam.Grant.add_to_principal(
                 grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key_arn]
@@ -710,69 +711,81 @@ class ImportedGuardrail:
         return grant
 
 
+def _grant_apply(owner: str, grantee: Any, guardrail_arn: str, profile_arn: str | None) -> iam.Grant:
+    """ApplyGuardrail on the guardrail and, for a cross-Region guardrail, its profile in every Region: that
+    wildcard is acknowledged on the grantee for this one ARN, since the library knows why it is needed."""
+    Args(f"{owner}.grant_apply").implements("grantee", grantee, iam.IGrantable)
+    grant = iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["bedrock:ApplyGuardrail"],
+        resource_arns=[guardrail_arn, *([profile_arn] if profile_arn else [])],
+    )
+    if profile_arn is not None:
+        acknowledge_granted_resource(
+            grantee,
+            profile_arn,
+            "A cross-Region guardrail evaluates in whichever Region of its guardrail profile serves the "
+            "request, so ApplyGuardrail needs that one guardrail profile in every Region of this account.",
+        )
+    return grant
+
+
 def _resolve_policy(
+    args: Args,
     *,
-    content_filters: tuple[ContentFilter, ...],
-    denied_topics: tuple[DeniedTopic, ...],
-    word_filters: tuple[WordFilter, ...],
-    profanity_filter: bool,
-    pii_entities: tuple[PiiEntity, ...],
-    regex_filters: tuple[RegexFilter, ...],
-    contextual_grounding: ContextualGrounding | None,
-    automated_reasoning: AutomatedReasoning | None,
+    content_filters: Any,
+    denied_topics: Any,
+    word_filters: Any,
+    profanity_filter: Any,
+    pii_entities: Any,
+    regex_filters: Any,
+    contextual_grounding: Any,
+    automated_reasoning: Any,
     tier: GuardrailTier,
     cross_region_guardrail_profile: str | None,
-    blocked_input_message: str,
-    blocked_output_message: str,
-    description: str | None,
+    blocked_input_message: Any,
+    blocked_output_message: Any,
+    description: Any,
 ) -> _Policy:
-    """Validate the whole guardrail (limits from the CloudFormation schema) and return its plain-value policy."""
-    _check_text(blocked_input_message, "Guardrail.blocked_input_message", max_length=500)
-    _check_text(blocked_output_message, "Guardrail.blocked_output_message", max_length=500)
+    """Check the whole guardrail (limits from the CloudFormation schema) and return its plain-value policy."""
+    _text(args, "blocked_input_message", blocked_input_message, 500)
+    _text(args, "blocked_output_message", blocked_output_message, 500)
     if description is not None:
-        _check_text(description, "Guardrail.description", max_length=200)
-    for where, values, kind in (
-        ("content_filters", content_filters, ContentFilter),
-        ("denied_topics", denied_topics, DeniedTopic),
-        ("pii_entities", pii_entities, PiiEntity),
-        ("regex_filters", regex_filters, RegexFilter),
-    ):
-        for value in values:
-            if not isinstance(value, kind):
-                raise ValueError(f"Guardrail.{where}: got {value!r}; expected {kind.__name__} instances")
-    if len(content_filters) > 6:
-        raise ValueError(f"Guardrail.content_filters: got {len(content_filters)} filters; expected at most 6")
-    _check_unique([f.type.value for f in content_filters], "Guardrail.content_filters types")
-    if len(denied_topics) > 30:
-        raise ValueError(f"Guardrail.denied_topics: got {len(denied_topics)} topics; expected at most 30")
-    _check_unique([t.name for t in denied_topics], "Guardrail.denied_topics names")
-    if len(word_filters) > 10000:
-        raise ValueError(f"Guardrail.word_filters: got {len(word_filters)} words; expected at most 10000")
-    _check_unique([w.text for w in word_filters], "Guardrail.word_filters")
-    _check_unique([p.type.value for p in pii_entities], "Guardrail.pii_entities types")
-    if len(regex_filters) > 30:
-        raise ValueError(f"Guardrail.regex_filters: got {len(regex_filters)} filters; expected at most 30")
-    _check_unique([r.name for r in regex_filters], "Guardrail.regex_filters names")
-    if cross_region_guardrail_profile is not None:
-        _check_text(
-            cross_region_guardrail_profile,
-            "Guardrail.cross_region_guardrail_profile",
-            max_length=64,
-            pattern=_PROFILE_ID,
-        )
+        _text(args, "description", description, 200)
+    contents = _instances(args, "content_filters", content_filters, ContentFilter, 6)
+    _distinct(args, "content_filters", contents, lambda f: f.type.value, "type")
+    topics = _instances(args, "denied_topics", denied_topics, DeniedTopic, 30)
+    _distinct(args, "denied_topics", topics, lambda t: t.name, "name")
+    words = args.sequence(
+        "word_filters",
+        word_filters,
+        lambda name, w: w if isinstance(w, WordFilter) else WordFilter(text=_text(args, name, w, 100)),
+        max_items=10000,
+    )
+    _distinct(args, "word_filters", words, lambda w: w.text, "word")
+    pii = _instances(args, "pii_entities", pii_entities, PiiEntity, len(PiiEntityType))
+    _distinct(args, "pii_entities", pii, lambda e: e.type.value, "type")
+    regexes = _instances(args, "regex_filters", regex_filters, RegexFilter, 30)
+    _distinct(args, "regex_filters", regexes, lambda r: r.name, "name")
+    profanity = args.boolean("profanity_filter", profanity_filter)
+    if contextual_grounding is not None:
+        args.instance("contextual_grounding", contextual_grounding, ContextualGrounding)
+    if automated_reasoning is not None:
+        args.instance("automated_reasoning", automated_reasoning, AutomatedReasoning)
     if tier is GuardrailTier.STANDARD and cross_region_guardrail_profile is None:
-        raise ValueError(
-            "Guardrail.tier: got 'STANDARD' without cross_region_guardrail_profile; expected CLASSIC, or "
-            "STANDARD with a cross-Region guardrail profile id such as 'us.guardrail.v1:0' (the STANDARD "
-            "tier runs only with cross-Region inference)"
+        raise args.error(
+            "tier",
+            tier.value,
+            "GuardrailTier.CLASSIC, or STANDARD with a cross_region_guardrail_profile such as "
+            "'us.guardrail.v1:0' (the STANDARD tier runs only with cross-Region inference)",
         )
     policy = _Policy(
-        content=[f._cfn() for f in content_filters],
-        topics=[t._cfn() for t in denied_topics],
-        words=[w._cfn() for w in word_filters],
-        profanity=profanity_filter,
-        pii=[p._cfn() for p in pii_entities],
-        regexes=[r._cfn() for r in regex_filters],
+        content=[f._cfn() for f in contents],
+        topics=[t._cfn() for t in topics],
+        words=[w._cfn() for w in words],
+        profanity=profanity,
+        pii=[p._cfn() for p in pii],
+        regexes=[r._cfn() for r in regexes],
         grounding=contextual_grounding._cfn() if contextual_grounding else [],
         automated_reasoning=automated_reasoning._cfn() if automated_reasoning else None,
         tier=tier.value,
@@ -793,9 +806,11 @@ def _resolve_policy(
             policy.automated_reasoning,
         )
     ):
-        raise ValueError(
-            "Guardrail: got no policy; expected at least one of content_filters, denied_topics, word_filters, "
-            "profanity_filter, pii_entities, regex_filters, contextual_grounding, automated_reasoning"
+        raise args.error(
+            "content_filters",
+            (),
+            "at least one policy: content_filters, denied_topics, word_filters, profanity_filter, "
+            "pii_entities, regex_filters, contextual_grounding or automated_reasoning (every one is empty)",
         )
     return policy
 

@@ -8,10 +8,10 @@ the CUR split Bedrock spend per application. Name, description and model source 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
+from typing import Any
 
-from aws_cdk import CfnTag, Names, Token
+from aws_cdk import CfnTag, Names
 from aws_cdk import aws_bedrock as bedrock
 from constructs import Construct
 
@@ -20,6 +20,7 @@ from inference_tiers.constructs.bedrock.model_access import (
     CrossRegionProfile,
     FoundationModel,
 )
+from inference_tiers.validation import Args
 
 # CloudFormation's patterns for AWS::Bedrock::ApplicationInferenceProfile (cfn-lint schema).
 NAME_PATTERN = r"([0-9a-zA-Z][ _-]?)+"
@@ -27,37 +28,30 @@ DESCRIPTION_PATTERN = r"([0-9a-zA-Z:.][ _-]?)+"
 TAG_PATTERN = r"[a-zA-Z0-9\s._:/=+@-]*"
 
 
-def _check(value: str, where: str, pattern: str, max_length: int) -> None:
-    if Token.is_unresolved(value):
-        return
-    if not isinstance(value, str) or not 1 <= len(value) <= max_length or not re.fullmatch(pattern, value):
-        raise ValueError(
-            f"{where}: got {value!r}; expected 1 to {max_length} characters matching ^{pattern}$ (letters, "
-            "digits, and single spaces, underscores or hyphens between them"
-            + (", colons and periods)" if pattern == DESCRIPTION_PATTERN else ")")
+def check_cost_tags(args: Args, param: str, tags: Any) -> dict[str, str]:
+    """Bedrock's tag rules: at most 200, keys 1-128 and values 0-256 of ``[a-zA-Z0-9 ._:/=+@-]``, no ``aws:``.
+
+    Keys must be known at synth time (the ``aws:`` rule and uniqueness are checked on them); a value may be a
+    deploy-time token (a team name from a parameter), passed through unparsed.
+    """
+    checked = args.mapping(
+        param,
+        tags,
+        lambda name, value: args.text(
+            name, value, pattern=TAG_PATTERN, min_length=0, max_length=256, description=_TAG_TEXT
+        ),
+        max_items=200,
+    )
+    for key in checked:
+        args.text(
+            f"{param} key", key, pattern=TAG_PATTERN, max_length=128, description=_TAG_TEXT, allow_token=False
         )
+        if key.lower().startswith("aws:"):
+            raise args.error(f"{param} key", key, "a tag key that does not start with 'aws:' (reserved)")
+    return checked
 
 
-def check_cost_tags(tags: Mapping[str, str], where: str) -> None:
-    """Bedrock's tag rules: at most 200, keys 1-128 and values 0-256 of ``[a-zA-Z0-9 ._:/=+@-]``, no ``aws:``."""
-    if len(tags) > 200:
-        raise ValueError(f"{where}: got {len(tags)} tags; expected at most 200")
-    for key, value in tags.items():
-        if (
-            not isinstance(key, str)
-            or not 1 <= len(key) <= 128
-            or not re.fullmatch(TAG_PATTERN, key)
-            or key.lower().startswith("aws:")
-        ):
-            raise ValueError(
-                f"{where}: got tag key {key!r}; expected 1-128 characters of letters, digits, spaces and "
-                "._:/=+@- not starting with 'aws:'"
-            )
-        if not isinstance(value, str) or len(value) > 256 or not re.fullmatch(TAG_PATTERN, value):
-            raise ValueError(
-                f"{where}: got tag value {value!r} for {key!r}; expected at most 256 characters of letters, "
-                "digits, spaces and ._:/=+@-"
-            )
+_TAG_TEXT = "letters, digits, spaces and ._:/=+@-"
 
 
 class ApplicationInferenceProfile(Construct):
@@ -82,17 +76,32 @@ class ApplicationInferenceProfile(Construct):
         cost_tags: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not isinstance(model_source, FoundationModel | CrossRegionProfile):
-            raise ValueError(
-                f"ApplicationInferenceProfile.model_source: got {model_source!r}; expected a FoundationModel or "
-                "CrossRegionProfile"
-            )
+        args = Args("ApplicationInferenceProfile")
+        args.instance(
+            "model_source",
+            model_source,
+            FoundationModel | CrossRegionProfile,  # type: ignore[arg-type]
+            "a FoundationModel or CrossRegionProfile (an application profile cannot copy another one)",
+        )
         if profile_name is not None:
-            _check(profile_name, "ApplicationInferenceProfile.profile_name", NAME_PATTERN, 64)
+            args.text(
+                "profile_name",
+                profile_name,
+                pattern=NAME_PATTERN,
+                max_length=64,
+                description=f"a name matching ^{NAME_PATTERN}$ (letters, digits, and single spaces, underscores "
+                "or hyphens between them)",
+            )
         if description is not None:
-            _check(description, "ApplicationInferenceProfile.description", DESCRIPTION_PATTERN, 200)
-        tags = dict(cost_tags or {})
-        check_cost_tags(tags, "ApplicationInferenceProfile.cost_tags")
+            args.text(
+                "description",
+                description,
+                pattern=DESCRIPTION_PATTERN,
+                max_length=200,
+                description=f"a description matching ^{DESCRIPTION_PATTERN}$ (letters, digits, colons and "
+                "periods, and single spaces, underscores or hyphens between them; no commas)",
+            )
+        tags = check_cost_tags(args, "cost_tags", {} if cost_tags is None else cost_tags)
         source_hash = hashlib.sha256(model_source.invoke_id(self).encode()).hexdigest()[:8]
         name = (
             profile_name or f"{Names.unique_resource_name(self, max_length=55, separator='-')}-{source_hash}"

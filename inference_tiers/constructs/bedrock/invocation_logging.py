@@ -13,9 +13,7 @@ Region can assume. The Put call validates those permissions synchronously, so it
 
 from __future__ import annotations
 
-import re
-
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -26,6 +24,7 @@ from constructs import Construct
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import access_logs_bucket, private_bucket
+from inference_tiers.validation import Args
 
 DEFAULT_OBJECT_EXPIRATION = Duration.days(365)
 LOGGING_ACTIONS = (
@@ -64,27 +63,54 @@ class ModelInvocationLogging(Construct):
         kms_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._check_single_per_environment()
-        if not any((text_data, image_data, embedding_data, video_data, audio_data)):
-            raise ValueError(
-                "ModelInvocationLogging: got every *_data flag False; expected at least one of text_data, "
-                "image_data, embedding_data, video_data, audio_data to be True"
+        # Log delivery to the access-log bucket by bucket policy, not the legacy LogDeliveryWrite ACL, whatever
+        # the app's feature flags (a user's app may not set it): context set here applies to every child.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        self._built = False  # True once complete: only then does it hold this account's and Region's setting
+        args = Args("ModelInvocationLogging")
+        flags = {
+            name: args.boolean(name, value)
+            for name, value in (
+                ("text_data", text_data),
+                ("image_data", image_data),
+                ("embedding_data", embedding_data),
+                ("video_data", video_data),
+                ("audio_data", audio_data),
             )
+        }
+        if not any(flags.values()):
+            raise args.error(
+                "text_data",
+                text_data,
+                "True, or another of image_data, embedding_data, video_data, audio_data True (every *_data "
+                "flag is False, so nothing would be logged)",
+            )
+        args.instance(
+            "log_retention",
+            log_retention,
+            logs.RetentionDays,
+            "a logs.RetentionDays (RetentionDays.ONE_YEAR...)",
+        )
         # The bucket policy grants <prefix>/AWSLogs/...: a leading, trailing or doubled '/' would grant a path
-        # Bedrock does not write to.
-        if not isinstance(key_prefix, str) or not re.fullmatch(
-            r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*", key_prefix
-        ):
-            raise ValueError(
-                f"ModelInvocationLogging.key_prefix: got {key_prefix!r}; expected ASCII letters, digits, '-' or "
-                "'_', in segments separated by single '/' (no leading or trailing '/')"
+        # Bedrock does not write to. A deploy-time prefix is used unparsed in both places.
+        args.text(
+            "key_prefix",
+            key_prefix,
+            pattern=r"[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*",
+            max_length=1024,
+            description="ASCII letters, digits, '-' or '_', in segments separated by single '/' (no leading or "
+            "trailing '/')",
+        )
+        args.duration("object_expiration", object_expiration, minimum=Duration.days(1))
+        if object_expiration.is_unresolved() or object_expiration.to_milliseconds() % 86_400_000:
+            raise args.error(
+                "object_expiration",
+                object_expiration,
+                "a Duration of a whole number of days known at synth time (Duration.days(n), n >= 1)",
             )
-        day_ms = 86_400_000
-        if object_expiration.to_milliseconds() < day_ms or object_expiration.to_milliseconds() % day_ms:
-            raise ValueError(
-                f"ModelInvocationLogging.object_expiration: got {object_expiration.to_human_string()}; expected a "
-                "whole number of days, at least 1"
-            )
+        if kms_key is not None:
+            args.implements("kms_key", kms_key, kms.IKey)
+        self._check_single_per_environment(args)
         stack = Stack.of(self)
         bedrock_in_this_account = {
             "StringEquals": {"aws:SourceAccount": stack.account},
@@ -213,24 +239,31 @@ class ModelInvocationLogging(Construct):
         provider = stack.node.try_find_child(
             f"AWS{cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace('-', '')}"
         )
-        if provider is not None:  # if aws-cdk renames it, cdk-nag reports the finding again
+        if provider is not None:  # if aws-cdk renames it, cdk-nag and cfn-lint report the findings again
+            # aws-cdk adds a DependsOn on the function's role, which its Role attribute already implies.
+            function = provider.node.default_child
+            assert isinstance(function, CfnResource)
+            function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
             acknowledge(
                 provider,
                 "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
                 "The AwsCustomResource provider function (created by aws-cdk) writes its own logs with "
                 "AWSLambdaBasicExecutionRole, which allows only log-group and log-stream writes.",
             )
+        self._built = True
 
-    def _check_single_per_environment(self) -> None:
+    def _check_single_per_environment(self, args: Args) -> None:
         """A second configuration in the same account and Region would silently overwrite this one."""
         here = Stack.of(self)
         for construct in self.node.root.node.find_all():
-            if construct is self or not isinstance(construct, ModelInvocationLogging):
+            # One whose construction failed (an ArgumentError) configures nothing and does not count.
+            if construct is self or not isinstance(construct, ModelInvocationLogging) or not construct._built:
                 continue
             other = Stack.of(construct)
             if (other.account, other.region) == (here.account, here.region):
-                raise ValueError(
-                    f"ModelInvocationLogging: got a second one at {self.node.path} (the first is at "
-                    f"{construct.node.path}); expected one per account and Region, because Bedrock keeps a "
-                    "single logging configuration per account and Region"
+                raise args.error(
+                    "scope",
+                    self.node.path,
+                    f"one ModelInvocationLogging per account and Region (the first is at {construct.node.path}): "
+                    "Bedrock keeps a single logging configuration per account and Region",
                 )

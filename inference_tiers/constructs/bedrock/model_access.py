@@ -16,20 +16,25 @@ A model is reached in one of three ways, each needing different IAM resources (B
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from aws_cdk import Annotations, Stack, Token
+from aws_cdk import Annotations, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from inference_tiers.constructs.bedrock.guardrail import IGuardrail
+from inference_tiers.constructs.common.nag import acknowledge_granted_resource
+from inference_tiers.validation import Args
 
 INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 
 # A foundation-model id as Bedrock spells it (provider.model[-version][:n[:m]]), from the CloudFormation schema.
 MODEL_ID_PATTERN = r"[a-z0-9-]{1,63}\.([a-z0-9-]{1,63}\.){0,2}[a-z0-9-]{1,63}(:[a-z0-9-]{1,63}){0,2}"
+APPLICATION_PROFILE_ARN = (
+    r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:application-inference-profile/[a-z0-9]+"
+)
 
 
 class Geography(StrEnum):
@@ -50,16 +55,21 @@ def has_geography_prefix(model_id: str) -> bool:
     return model_id.split(".", 1)[0] in {g.value for g in Geography}
 
 
-def _check_model_id(model_id: str, where: str) -> None:
-    if (
-        not isinstance(model_id, str)
-        or not re.fullmatch(MODEL_ID_PATTERN, model_id)
-        or has_geography_prefix(model_id)
-    ):
-        raise ValueError(
-            f"{where}: got {model_id!r}; expected a Bedrock foundation-model id such as "
-            "'amazon.nova-2-lite-v1:0' (no geography prefix; pass that as the geography)"
+def _model_id(args: Args, model_id: Any) -> str:
+    """A foundation-model id known at synth time: the cross-Region ARNs, the application profile's name and
+    the acknowledged cdk-nag findings are derived from it."""
+    checked = args.text(
+        "model_id",
+        model_id,
+        pattern=MODEL_ID_PATTERN,
+        description="a Bedrock foundation-model id such as 'amazon.nova-2-lite-v1:0'",
+        allow_token=False,
+    )
+    if has_geography_prefix(checked):
+        raise args.error(
+            "model_id", model_id, "a foundation-model id without a geography prefix (pass that as geography)"
         )
+    return checked
 
 
 def _foundation_model_arn(scope: Construct, region: str, model_id: str) -> str:
@@ -73,7 +83,7 @@ class FoundationModel:
     model_id: str
 
     def __post_init__(self) -> None:
-        _check_model_id(self.model_id, "FoundationModel.model_id")
+        _model_id(Args("FoundationModel"), self.model_id)
 
     def invoke_id(self, scope: Construct) -> str:
         """The ``modelId`` to call."""
@@ -94,14 +104,9 @@ class CrossRegionProfile:
     geography: Geography
 
     def __post_init__(self) -> None:
-        _check_model_id(self.model_id, "CrossRegionProfile.model_id")
-        try:
-            object.__setattr__(self, "geography", Geography(self.geography))
-        except ValueError:
-            accepted = ", ".join(g.value for g in Geography)
-            raise ValueError(
-                f"CrossRegionProfile.geography: got {self.geography!r}; expected one of {accepted}"
-            ) from None
+        args = Args("CrossRegionProfile")
+        _model_id(args, self.model_id)
+        object.__setattr__(self, "geography", args.choice("geography", self.geography, Geography))
 
     @property
     def profile_id(self) -> str:
@@ -140,18 +145,14 @@ class ApplicationProfile:
     source: FoundationModel | CrossRegionProfile
 
     def __post_init__(self) -> None:
-        if not isinstance(self.source, FoundationModel | CrossRegionProfile):
-            raise ValueError(
-                f"ApplicationProfile.source: got {self.source!r}; expected a FoundationModel or CrossRegionProfile"
-            )
-        if not Token.is_unresolved(self.profile_arn) and not re.fullmatch(
-            r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:application-inference-profile/[a-z0-9]+",
+        args = Args("ApplicationProfile")
+        args.text(
+            "profile_arn",
             self.profile_arn,
-        ):
-            raise ValueError(
-                f"ApplicationProfile.profile_arn: got {self.profile_arn!r}; expected "
-                "arn:aws:bedrock:<region>:<account>:application-inference-profile/<id>"
-            )
+            pattern=APPLICATION_PROFILE_ARN,
+            description="arn:aws:bedrock:<region>:<account>:application-inference-profile/<id>",
+        )
+        _system_source(args, "source", self.source)
 
     def invoke_id(self, scope: Construct) -> str:
         return self.profile_arn
@@ -173,6 +174,34 @@ class ApplicationProfile:
 ModelSource = FoundationModel | CrossRegionProfile | ApplicationProfile
 
 
+def _system_source(args: Args, param: str, value: Any) -> FoundationModel | CrossRegionProfile:
+    return args.instance(
+        param,
+        value,
+        FoundationModel | CrossRegionProfile,  # type: ignore[arg-type]
+        "a FoundationModel or CrossRegionProfile",
+    )
+
+
+def _model_source(args: Args, value: Any) -> ModelSource:
+    checked: ModelSource = args.instance(
+        "model",
+        value,
+        FoundationModel | CrossRegionProfile | ApplicationProfile,  # type: ignore[arg-type]
+        "a FoundationModel, CrossRegionProfile or ApplicationProfile",
+    )
+    return checked
+
+
+def _guardrail(args: Args, value: Any) -> IGuardrail | None:
+    if value is None:
+        return None
+    checked: IGuardrail = args.implements(
+        "guardrail", value, IGuardrail, "a Guardrail or ImportedGuardrail (an IGuardrail, not a string)"
+    )
+    return checked
+
+
 @dataclass(frozen=True)
 class _Target:
     """Resources to invoke, optionally only through the inference profiles in ``profiles``."""
@@ -192,6 +221,9 @@ def invoke_statements(
     guardrail (no ``IfExists`` or ``Null`` operator needed; an ``IfExists`` variant would be equivalent here).
     The Deny overrides any other Allow the principal may hold for these resources.
     """
+    args = Args("invoke_statements")
+    model = _model_source(args, model)
+    guardrail = _guardrail(args, guardrail)
     statements: list[iam.PolicyStatement] = []
     resources: list[str] = []
     for target in model._targets(scope):
@@ -241,19 +273,21 @@ class ModelInvokeAccess(Construct):
         guardrail: IGuardrail | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not isinstance(model, FoundationModel | CrossRegionProfile | ApplicationProfile):
-            raise ValueError(
-                f"ModelInvokeAccess.model: got {model!r}; expected a FoundationModel, CrossRegionProfile or "
-                "ApplicationProfile"
-            )
+        args = Args("ModelInvokeAccess")
+        args.implements("grantee", grantee, iam.IGrantable)
+        model = _model_source(args, model)
+        guardrail = _guardrail(args, guardrail)
         self.model_id = model.invoke_id(self)
         self.statements = invoke_statements(self, model, guardrail)
         for statement in self.statements:
             if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
-                raise ValueError(
-                    f"ModelInvokeAccess.grantee: got {grantee.grant_principal}; expected a principal that can "
-                    "hold an identity policy (a role, user or group created or imported in this app)"
+                raise args.error(
+                    "grantee",
+                    grantee,
+                    "a principal that can hold an identity policy (a role, user or group created or imported "
+                    "in this app)",
                 )
+        _acknowledge_cross_region_models(self, grantee, model)
         if guardrail is None:
             Annotations.of(self).add_warning_v2(
                 "inference-tiers:bedrock-invoke-without-guardrail",
@@ -262,3 +296,18 @@ class ModelInvokeAccess(Construct):
             )
         else:
             guardrail.grant_apply(grantee)
+
+
+def _acknowledge_cross_region_models(scope: Construct, grantee: iam.IGrantable, model: ModelSource) -> None:
+    """A geographic cross-Region profile needs its model in every Region (``bedrock:*::``): the one wildcard
+    of these grants, acknowledged here for each such ARN so that the user has nothing to acknowledge."""
+    system = model.source if isinstance(model, ApplicationProfile) else model
+    if not isinstance(system, CrossRegionProfile) or system.geography is Geography.GLOBAL:
+        return  # a global profile is granted the source-Region and Region-less model ARNs: no wildcard
+    for arn in system.model_arns(scope):
+        acknowledge_granted_resource(
+            grantee,
+            arn,
+            f"The {system.profile_id} cross-Region profile serves requests from the model in any Region of "
+            "its geography; the grant names this one model, only through bedrock:InferenceProfileArn.",
+        )

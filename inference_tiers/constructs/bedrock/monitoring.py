@@ -7,7 +7,6 @@ that is the profile id the application calls. Alarms publish to a KMS-encrypted 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,10 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
 from inference_tiers.constructs.bedrock.guardrail import Guardrail
+from inference_tiers.constructs.bedrock.model_access import MODEL_ID_PATTERN
+from inference_tiers.constructs.common.console import lazy_dashboard_url
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
+from inference_tiers.validation import Args
 
 NAMESPACE = "AWS/Bedrock"
 FIVE_MINUTES = Duration.minutes(5)
@@ -29,15 +31,22 @@ LOG_DELIVERY_FAILURES = (
 )
 
 
-def _positive(value: float, where: str, *, maximum: float | None = None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or value <= 0
-        or (maximum is not None and value > maximum)
-    ):
-        accepted = f"a number above 0{f' and at most {maximum}' if maximum is not None else ''}"
-        raise ValueError(f"BedrockMonitoring.{where}: got {value!r}; expected {accepted}")
+# What a ``ModelId`` dimension holds: a model or system-profile id, or an (application) profile ARN.
+_MODEL_DIMENSION = (
+    rf"([a-z-]+\.)?{MODEL_ID_PATTERN}|arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]*:[0-9]{{0,12}}:[a-z-]+/[^\s]+"
+)
+
+
+def _percent(args: Args, param: str, value: Any) -> float:
+    return args.number(param, value, minimum=0, maximum=100, exclusive_minimum=True)
+
+
+def _alarm_duration(args: Args, param: str, value: Any, maximum: Duration) -> Duration:
+    """A threshold Duration known at synth time (the alarm threshold and its description are in ms)."""
+    checked = args.duration(param, value, minimum=Duration.millis(1), maximum=maximum, whole_seconds=False)
+    if checked.is_unresolved():
+        raise args.error(param, value, "a Duration known at synth time (not a deploy-time token)")
+    return checked
 
 
 class BedrockMonitoring(Construct):
@@ -54,8 +63,13 @@ class BedrockMonitoring(Construct):
     :param server_error_rate_alarm_percent: alarm above this percentage of server errors. Default 1.
     :param throttle_alarm_count: alarm when throttles in 5 minutes exceed this, 3 periods running. Default 0.
     :param intervention_rate_alarm_percent: alarm above this guardrail intervention rate. Default 20.
-    :param alarm_email: subscribe this address to the alarm topic. Default none.
+    :param alarm_email: subscribe this address to the alarm topic (a ``CfnParameter`` value works). Default none.
+
+    :attr:`dashboard_url` is the dashboard's console link; reading it adds the partition's console-host mapping
+    to the stack (only then, so a stack that does not use it carries no unreferenced mapping).
     """
+
+    dashboard_url = lazy_dashboard_url()
 
     def __init__(
         self,
@@ -75,21 +89,32 @@ class BedrockMonitoring(Construct):
         alarm_email: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        if isinstance(tpm_quota, bool) or not isinstance(tpm_quota, int) or tpm_quota < 1:
-            raise ValueError(f"BedrockMonitoring.tpm_quota: got {tpm_quota!r}; expected a positive integer")
-        _positive(tpm_alarm_percent, "tpm_alarm_percent", maximum=100)
-        _positive(server_error_rate_alarm_percent, "server_error_rate_alarm_percent", maximum=100)
-        _positive(intervention_rate_alarm_percent, "intervention_rate_alarm_percent", maximum=100)
-        if (
-            isinstance(throttle_alarm_count, bool)
-            or not isinstance(throttle_alarm_count, int)
-            or (throttle_alarm_count < 0)
-        ):
-            raise ValueError(
-                f"BedrockMonitoring.throttle_alarm_count: got {throttle_alarm_count!r}; expected an integer >= 0"
+        args = Args("BedrockMonitoring")
+        args.text(
+            "model_id",
+            model_id,
+            pattern=_MODEL_DIMENSION,
+            max_length=2048,
+            description="the ModelId the application calls (a model or inference-profile id, or a profile ARN)",
+        )
+        # Synth-time numbers: they are written into the alarms' descriptions and the quota math expression.
+        args.integer("tpm_quota", tpm_quota, minimum=1, maximum=1_000_000_000)
+        if guardrail is not None:
+            args.instance("guardrail", guardrail, Guardrail, "a Guardrail (its metrics feed the dashboard)")
+        args.boolean("log_delivery_alarm", log_delivery_alarm)
+        _percent(args, "tpm_alarm_percent", tpm_alarm_percent)
+        _alarm_duration(args, "latency_p99_alarm", latency_p99_alarm, Duration.hours(1))
+        _alarm_duration(args, "ttft_p90_alarm", ttft_p90_alarm, Duration.minutes(10))
+        _percent(args, "server_error_rate_alarm_percent", server_error_rate_alarm_percent)
+        args.integer("throttle_alarm_count", throttle_alarm_count, minimum=0, maximum=1_000_000)
+        _percent(args, "intervention_rate_alarm_percent", intervention_rate_alarm_percent)
+        if alarm_email is not None:  # an address from a CfnParameter is accepted, unparsed
+            args.text(
+                "alarm_email",
+                alarm_email,
+                pattern=r"[^@\s]+@[^@\s]+\.[^@\s]+",
+                description="an email address",
             )
-        if alarm_email is not None and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", alarm_email):
-            raise ValueError(f"BedrockMonitoring.alarm_email: got {alarm_email!r}; expected an email address")
         self.model_id = model_id
         self.tpm_quota = tpm_quota
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, App, Validations
+import json
+from typing import Any
+
+from aws_cdk import Acknowledgment, App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
+
+from inference_tiers.validation import declares
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
@@ -19,6 +24,19 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
             f"acknowledgment of {rule_id} needs a specific reason (six words or more), got {reason!r}"
         )
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def acknowledge_granted_resource(grantee: Any, resource_arn: str, reason: str) -> None:
+    """Acknowledge the granular ``AwsSolutions-IAM5`` finding for one wildcard ``resource_arn`` that a grant
+    added to ``grantee``'s identity policy (which may sit in another stack than the construct granting it).
+
+    The acknowledgment goes on the principal (a role, user or group construct) and so covers the policies it
+    holds, for that one resource string only: any other wildcard in the same policy is still reported.
+    """
+    principal = grantee.grant_principal
+    if declares(principal, IConstruct):  # an imported role is a jsii proxy, not a Construct subclass
+        finding = f"AwsSolutions-IAM5[Resource::{nag_resource_id(principal, resource_arn)}]"
+        acknowledge(principal, finding, reason)
 
 
 def add_nag_checks(app: App) -> None:
@@ -44,3 +62,29 @@ def acknowledge_chart_asset_read(kubectl_provider: IConstruct) -> None:
             "Asset.grant_read lets the kubectl handler download the packaged Helm chart from the CDK "
             "bootstrap asset bucket, read-only",
         )
+
+
+def nag_resource_id(scope: IConstruct, value: str) -> str:
+    """The text cdk-nag (v3) puts after ``Resource::`` in a granular finding for ``value`` (an ARN that may
+    hold tokens): references become ``<LogicalId>`` or ``<LogicalId.Attribute>``, pseudo parameters
+    ``<AWS::Region>``, and other intrinsics their JSON."""
+    return _flatten(Stack.of(scope).resolve(value))
+
+
+def _flatten(node: Any) -> str:
+    if isinstance(node, str):
+        return node.replace("${", "<").replace("}", ">")
+    if isinstance(node, dict):
+        if "Fn::Join" in node:
+            delimiter, items = node["Fn::Join"]
+            return str(delimiter).join(_flatten(item) for item in items)
+        if "Fn::Sub" in node:
+            return _flatten(node["Fn::Sub"])
+        if "Fn::GetAtt" in node:
+            resource, attribute = node["Fn::GetAtt"]
+            return f"<{_flatten(resource)}.{_flatten(attribute)}>"
+        if "Fn::ImportValue" in node:
+            return _flatten(node["Fn::ImportValue"])
+        if "Ref" in node:
+            return f"<{_flatten(node['Ref'])}>"
+    return json.dumps(node, separators=(",", ":"))

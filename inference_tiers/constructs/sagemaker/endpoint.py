@@ -36,7 +36,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge, nag_resource_id
 from inference_tiers.constructs.sagemaker.capacity import (
     Capacity,
     capacity_reservation_config,
@@ -61,7 +61,7 @@ from inference_tiers.constructs.sagemaker.monitoring import (
     EndpointMonitoring,
 )
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling, ScalingOptions
-from inference_tiers.constructs.sagemaker.security import ExecutionRole, nag_resource_id
+from inference_tiers.constructs.sagemaker.security import ExecutionRole
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.validation import Args, is_token
 

@@ -9,19 +9,17 @@ reason. SageMaker may assume the role only for this account's resources in this 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from constructs import Construct, IConstruct
+from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import allow_log_encryption
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge, nag_resource_id
 from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.validation import Args
@@ -174,32 +172,6 @@ def _sagemaker_principal(stack: Stack) -> iam.IPrincipal:
             },
         },
     )
-
-
-def nag_resource_id(scope: IConstruct, value: str) -> str:
-    """The text cdk-nag (v3) puts after ``Resource::`` in a granular finding for ``value`` (an ARN that may
-    hold tokens): references become ``<LogicalId>`` or ``<LogicalId.Attribute>``, pseudo parameters
-    ``<AWS::Region>``, and other intrinsics their JSON."""
-    return _flatten(Stack.of(scope).resolve(value))
-
-
-def _flatten(node: Any) -> str:
-    if isinstance(node, str):
-        return node.replace("${", "<").replace("}", ">")
-    if isinstance(node, dict):
-        if "Fn::Join" in node:
-            delimiter, items = node["Fn::Join"]
-            return str(delimiter).join(_flatten(item) for item in items)
-        if "Fn::Sub" in node:
-            return _flatten(node["Fn::Sub"])
-        if "Fn::GetAtt" in node:
-            resource, attribute = node["Fn::GetAtt"]
-            return f"<{_flatten(resource)}.{_flatten(attribute)}>"
-        if "Fn::ImportValue" in node:
-            return _flatten(node["Fn::ImportValue"])
-        if "Ref" in node:
-            return f"<{_flatten(node['Ref'])}>"
-    return json.dumps(node, separators=(",", ":"))
 
 
 def _log_group(
