@@ -9,7 +9,15 @@ from aws_cdk import Stack, Tags
 from constructs import Construct
 
 from inference_tiers.config import AppConfig, parse_config
-from inference_tiers.stacks import agent_sandbox, bedrock, disaggregated, gateway, hyperpod, sagemaker
+from inference_tiers.stacks import (
+    agent_sandbox,
+    bedrock,
+    disaggregated,
+    gateway,
+    hyperpod,
+    observability,
+    sagemaker,
+)
 from inference_tiers.tier import Tier
 
 # Every tier this build provides, in TIER_ORDER (each tier module defines TIER).
@@ -22,6 +30,7 @@ TIERS: Mapping[str, Tier] = {
         disaggregated.TIER,
         gateway.TIER,
         agent_sandbox.TIER,
+        observability.TIER,
     )
 }
 

@@ -25,7 +25,15 @@ Parser = Callable[[str, Any], Any]
 TIER_KEY = "tier"
 ALL_TIERS = "all"
 # The tiers this project defines, in the order they are built (and the order a user grows through them).
-TIER_ORDER = ("bedrock", "sagemaker", "hyperpod", "disaggregated", "gateway", "agent-sandbox")
+TIER_ORDER = (
+    "bedrock",
+    "sagemaker",
+    "hyperpod",
+    "disaggregated",
+    "gateway",
+    "agent-sandbox",
+    "observability",
+)
 
 # Context the CDK toolkit and aws-cdk-lib own: feature flags ("@aws-cdk/..."), toolkit keys ("aws:cdk:..."),
 # lookup caches ("availability-zones:account=...") and a few bare keys the CLI writes into cdk.json.

@@ -38,6 +38,7 @@ STACK_NAMES = {
     "disaggregated": ["InferenceTiers-Disaggregated"],
     "gateway": ["InferenceTiers-Gateway"],
     "agent-sandbox": ["InferenceTiers-AgentSandbox"],
+    "observability": ["InferenceTiers-Observability"],
 }
 
 

@@ -1,7 +1,7 @@
 """Reusable constructs, importable into any CDK app: ``from inference_tiers.constructs import Guardrail``.
 
 One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
-``sandbox``, ``common``);
+``sandbox``, ``observability``, ``common``);
 every public name is re-exported here as well.
 """
 
@@ -63,6 +63,7 @@ from inference_tiers.constructs.hyperpod import (
     HyperPodObservability,
     HyperPodTaint,
 )
+from inference_tiers.constructs.observability import ObservabilityHub
 from inference_tiers.constructs.sagemaker import (
     AlarmThresholds,
     EndpointMetrics,
@@ -122,6 +123,7 @@ __all__ = [
     "ModelInvocationLogging",
     "ModelInvokeAccess",
     "ModelWeights",
+    "ObservabilityHub",
     "OpenAICompatibleTarget",
     "PiiAction",
     "PiiEntity",

@@ -30,6 +30,7 @@ STACK_NAMES = {
     "disaggregated": "InferenceTiers-Disaggregated",
     "gateway": "InferenceTiers-Gateway",
     "agent-sandbox": "InferenceTiers-AgentSandbox",
+    "observability": "InferenceTiers-Observability",
 }
 BENIGN_PROMPT = "In one sentence, what is the capital of France?"
 # A request for weapon-building instructions: the guardrail's content filters must block it.
@@ -427,6 +428,11 @@ def run_smoke(
         raise StackError(
             f"{stack}: sandboxes are claimed through the private Kubernetes API, not an HTTP endpoint: run the "
             "KubeconfigCommand output from inside the VPC and apply the SandboxClaimExample output (docs/agent-sandbox.md)"
+        )
+    if tier == "observability":
+        raise StackError(
+            f"{stack}: the workspace answers only SigV4-signed queries and serves no model: check it with "
+            "`awscurl --service aps <PrometheusEndpoint>api/v1/query?query=up` (docs/observability.md)"
         )
     if tier == "disaggregated":
         _require(outputs, stack, "RouterEndpoint")

@@ -1,0 +1,144 @@
+"""What collects the metrics: the AMP managed scraper's configuration for the EKS tiers and the ADOT collector's
+configuration for the ECS gateway (pure data; the constructs base64-encode or inject it).
+
+EKS (``AWS::APS::Scraper``): pods that carry ``prometheus.io/scrape: "true"`` with ``prometheus.io/port`` and
+``prometheus.io/path`` (what the disaggregated tier's vLLM, vllm-router and mooncake_master pods set), plus the
+DCGM exporter (:9400) and node exporters (:9100, where the EFA collector runs) by container port. Jobs are named
+after the pod's ``app.kubernetes.io/component`` so ``up{job="prefill"}`` reads naturally.
+
+ECS (ADOT sidecar): scrape the gateway container on 127.0.0.1 (same task network namespace), receive OTLP traces
+on 127.0.0.1 only, and export metrics to AMP (remote write, SigV4) and traces to X-Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from inference_tiers.validation import Args
+
+DCGM_EXPORTER_PORT = 9400
+NODE_EXPORTER_PORT = 9100
+OTLP_GRPC = "127.0.0.1:4317"
+OTLP_HTTP = "127.0.0.1:4318"
+
+
+def _keep_port(port: int) -> dict[str, Any]:
+    return {
+        "source_labels": ["__meta_kubernetes_pod_container_port_number"],
+        "regex": str(port),
+        "action": "keep",
+    }
+
+
+_POD_LABELS: list[dict[str, Any]] = [
+    {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+    {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+    {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
+]
+
+
+def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) -> dict[str, Any]:
+    """The scraper's Prometheus configuration; every series gets ``cluster=<cluster_label>``."""
+    args = Args("eks_scrape_config")
+    args.text("cluster_label", cluster_label, pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", allow_token=True)
+    interval = args.integer("scrape_interval_seconds", scrape_interval_seconds, minimum=10, maximum=300)
+    annotated = [
+        {
+            "source_labels": ["__meta_kubernetes_pod_annotation_prometheus_io_scrape"],
+            "regex": "true",
+            "action": "keep",
+        },
+        {
+            # one target per pod, on the annotated port (not once per declared container port)
+            "source_labels": ["__address__", "__meta_kubernetes_pod_annotation_prometheus_io_port"],
+            "regex": r"([^:]+)(?::\d+)?;(\d+)",
+            "replacement": "$1:$2",
+            "target_label": "__address__",
+        },
+        {
+            "source_labels": ["__meta_kubernetes_pod_annotation_prometheus_io_path"],
+            "regex": "(.+)",
+            "target_label": "__metrics_path__",
+        },
+        {
+            "source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_component"],
+            "regex": "(.+)",
+            "target_label": "job",
+        },
+        *_POD_LABELS,
+    ]
+    return {
+        "global": {
+            "scrape_interval": f"{interval}s",
+            "scrape_timeout": f"{min(10, interval)}s",
+            "external_labels": {"cluster": cluster_label},
+        },
+        "scrape_configs": [
+            {"job_name": "pods", "kubernetes_sd_configs": [{"role": "pod"}], "relabel_configs": annotated},
+            {
+                "job_name": "dcgm-exporter",
+                "kubernetes_sd_configs": [{"role": "pod"}],
+                "relabel_configs": [_keep_port(DCGM_EXPORTER_PORT), *_POD_LABELS],
+            },
+            {
+                "job_name": "node-exporter",
+                "kubernetes_sd_configs": [{"role": "pod"}],
+                "relabel_configs": [_keep_port(NODE_EXPORTER_PORT), *_POD_LABELS],
+            },
+        ],
+    }
+
+
+def ecs_collector_config(
+    *, remote_write_url: str, region: str, metrics_port: int, scrape_interval_seconds: int = 30
+) -> dict[str, Any]:
+    """The ADOT collector's configuration for a sidecar next to the gateway container."""
+    args = Args("ecs_collector_config")
+    args.text("remote_write_url", remote_write_url, pattern=r"https://\S+/api/v1/remote_write")
+    args.text("region", region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]")
+    port = args.integer("metrics_port", metrics_port, minimum=1, maximum=65535)
+    interval = args.integer("scrape_interval_seconds", scrape_interval_seconds, minimum=10, maximum=300)
+    return {
+        "extensions": {"sigv4auth": {"region": region, "service": "aps"}, "health_check": {}},
+        "receivers": {
+            "prometheus": {
+                "config": {
+                    "scrape_configs": [
+                        {
+                            "job_name": "litellm",
+                            "scrape_interval": f"{interval}s",
+                            "metrics_path": "/metrics",
+                            "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
+                        }
+                    ]
+                }
+            },
+            "otlp": {"protocols": {"grpc": {"endpoint": OTLP_GRPC}, "http": {"endpoint": OTLP_HTTP}}},
+        },
+        "processors": {"batch": {}, "resourcedetection": {"detectors": ["env", "ecs"]}},
+        "exporters": {
+            "prometheusremotewrite": {"endpoint": remote_write_url, "auth": {"authenticator": "sigv4auth"}},
+            "awsxray": {"region": region},
+        },
+        "service": {
+            "extensions": ["sigv4auth", "health_check"],
+            "pipelines": {
+                "metrics": {
+                    "receivers": ["prometheus"],
+                    "processors": ["resourcedetection", "batch"],
+                    "exporters": ["prometheusremotewrite"],
+                },
+                "traces": {
+                    "receivers": ["otlp"],
+                    "processors": ["resourcedetection", "batch"],
+                    "exporters": ["awsxray"],
+                },
+            },
+        },
+    }
+
+
+def to_yaml(config: dict[str, Any]) -> str:
+    return yaml.safe_dump(config, sort_keys=False, width=1000)

@@ -1,0 +1,242 @@
+"""ObservabilityHub in an app of its own: the collectors, Grafana, the grants and the misuse checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+import yaml
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from inference_tiers.constructs.observability import ObservabilityHub
+from inference_tiers.observability import collectors
+from inference_tiers.observability.scraper_rbac import SCRAPER_USER, scraper_rbac
+from inference_tiers.stacks.observability import ObservabilityStack
+from inference_tiers.validation import ArgumentError
+from tests.harness import cdk_json_context, cfn_lint_errors, parse_app_config
+
+CLUSTER = "arn:aws:eks:us-east-1:111122223333:cluster/inference"
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+GROUPS = ["sg-0123456789abcdef0"]
+
+
+@pytest.fixture(scope="module")
+def app_and_hub(tmp_path_factory: pytest.TempPathFactory) -> tuple[cdk.App, cdk.Stack, ObservabilityHub]:
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("hub")))
+    stack = cdk.Stack(app, "Hub", env=cdk.Environment(account="111122223333", region="us-east-1"))
+    hub = ObservabilityHub(stack, "Observability", grafana=True, alarm_email="ops@example.com")
+    task = ecs.FargateTaskDefinition(stack, "Task", cpu=1024, memory_limit_mib=2048)
+    log_group = logs.LogGroup(stack, "Logs", removal_policy=cdk.RemovalPolicy.RETAIN)
+    task.add_container(
+        "App",
+        image=ecs.ContainerImage.from_registry("example/app:1.0"),
+        logging=ecs.LogDrivers.aws_logs(stream_prefix="app", log_group=log_group),
+    )
+    hub.add_ecs_collector(task, metrics_port=4000, log_group=log_group)
+    hub.add_eks_scraper(
+        "Scraper",
+        cluster_arn=CLUSTER,
+        subnet_ids=SUBNETS,
+        security_group_ids=GROUPS,
+        cluster_label="inference",
+    )
+    return app, stack, hub
+
+
+@pytest.fixture(scope="module")
+def template(app_and_hub: tuple[cdk.App, cdk.Stack, ObservabilityHub]) -> dict[str, Any]:
+    return Template.from_stack(app_and_hub[1]).to_json()
+
+
+def _of_type(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def test_scraper_reads_the_cluster_into_the_workspace_with_the_rendered_config(
+    template: dict[str, Any],
+) -> None:
+    (scraper,) = _of_type(template, "AWS::APS::Scraper")
+    props = scraper["Properties"]
+    assert props["Source"]["EksConfiguration"] == {
+        "ClusterArn": CLUSTER,
+        "SubnetIds": SUBNETS,
+        "SecurityGroupIds": GROUPS,
+    }
+    assert "WorkspaceArn" in props["Destination"]["AmpConfiguration"]
+    blob = props["ScrapeConfiguration"]["ConfigurationBlob"]
+    # Fn::Base64 of the rendered text (CloudFormation encodes it at deploy time)
+    assert yaml.safe_load(blob["Fn::Base64"]) == collectors.eks_scrape_config("inference")
+
+
+def test_collector_sidecar_is_optional_read_only_and_configured_for_the_workspace(
+    template: dict[str, Any],
+) -> None:
+    (task,) = _of_type(template, "AWS::ECS::TaskDefinition")
+    sidecar = next(c for c in task["Properties"]["ContainerDefinitions"] if c["Name"] == "OtelCollector")
+    assert sidecar["Essential"] is False
+    assert sidecar["ReadonlyRootFilesystem"] is True
+    assert sidecar["User"] == "10001"
+    (env,) = sidecar["Environment"]
+    assert env["Name"] == "AOT_CONFIG_CONTENT"
+    text = "".join(p if isinstance(p, str) else "<token>" for p in env["Value"]["Fn::Join"][1])
+    config = yaml.safe_load(text)
+    assert config["exporters"]["prometheusremotewrite"]["endpoint"] == "<token>api/v1/remote_write"
+    assert config["receivers"]["prometheus"]["config"]["scrape_configs"][0]["static_configs"] == [
+        {"targets": ["127.0.0.1:4000"]}
+    ]
+
+
+def test_task_role_may_write_only_to_this_workspace(template: dict[str, Any]) -> None:
+    statements = [
+        s
+        for p in _of_type(template, "AWS::IAM::Policy")
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s["Action"] == "aps:RemoteWrite"
+    ]
+    (statement,) = statements
+    assert statement["Resource"]["Fn::GetAtt"][1] == "Arn"
+    workspace_id = statement["Resource"]["Fn::GetAtt"][0]
+    assert template["Resources"][workspace_id]["Type"] == "AWS::APS::Workspace"
+
+
+def test_grafana_role_trusts_only_grafana_of_this_account(template: dict[str, Any]) -> None:
+    (role,) = [
+        r
+        for r in _of_type(template, "AWS::IAM::Role")
+        if "grafana" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])
+    ]
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "grafana.amazonaws.com"}
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arn = statement["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Join"][1]
+    assert source_arn[-1] == ":grafana:us-east-1:111122223333:/workspaces/*"
+    (workspace,) = _of_type(template, "AWS::Grafana::Workspace")
+    props = workspace["Properties"]
+    assert props["PermissionType"] == "CUSTOMER_MANAGED"
+    assert props["AuthenticationProviders"] == ["AWS_SSO"]
+    assert set(props["DataSources"]) == {"PROMETHEUS", "CLOUDWATCH", "XRAY"}
+
+
+def test_email_is_subscribed(template: dict[str, Any]) -> None:
+    (subscription,) = _of_type(template, "AWS::SNS::Subscription")
+    assert subscription["Properties"]["Endpoint"] == "ops@example.com"
+
+
+def test_no_unacknowledged_nag_findings_and_no_cfn_lint_errors(
+    app_and_hub: tuple[cdk.App, cdk.Stack, ObservabilityHub], template: dict[str, Any]
+) -> None:
+    report = AwsSolutionsChecks().validate_scope(app_and_hub[0])
+    findings = [
+        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
+    ]
+    assert report.success, findings
+    assert cfn_lint_errors(template) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"retention_days": 0}, "retention_days"),
+        ({"alarm_email": "ops"}, "alarm_email"),
+        ({"grafana": "yes"}, "grafana"),
+        ({"thresholds": {"queue_depth": 3}}, "thresholds"),
+        ({"encryption_key": "arn:aws:kms:us-east-1:111122223333:key/x"}, "encryption_key"),
+    ],
+)
+def test_hub_refuses_misuse_naming_the_parameter(kwargs: dict[str, Any], param: str, tmp_path: Path) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    with pytest.raises(ArgumentError, match=rf"ObservabilityHub: parameter '{param}'"):
+        ObservabilityHub(stack, "Hub", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"cluster_arn": "inference"}, "cluster_arn"),
+        ({"subnet_ids": SUBNETS[:1]}, "subnet_ids"),
+        ({"subnet_ids": [SUBNETS[0], SUBNETS[0]]}, r"subnet_ids\[1\]"),
+        ({"security_group_ids": []}, "security_group_ids"),
+        ({"security_group_ids": ["default"]}, r"security_group_ids\[0\]"),
+    ],
+)
+def test_scraper_refuses_misuse_naming_the_parameter(
+    kwargs: dict[str, Any], param: str, tmp_path: Path
+) -> None:
+    hub = ObservabilityHub(cdk.Stack(cdk.App(outdir=str(tmp_path)), "S"), "Hub")
+    arguments = {"cluster_arn": CLUSTER, "subnet_ids": SUBNETS, "security_group_ids": GROUPS, **kwargs}
+    with pytest.raises(ArgumentError, match=rf"ObservabilityHub.add_eks_scraper: parameter '{param}'"):
+        hub.add_eks_scraper("Scraper", cluster_label="c", **arguments)
+
+
+def test_scraper_accepts_deploy_time_ids(tmp_path: Path) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    subnet = cdk.CfnParameter(stack, "Subnets", type="List<AWS::EC2::Subnet::Id>").value_as_list
+    group = cdk.CfnParameter(stack, "Group").value_as_string
+    cluster = cdk.CfnParameter(stack, "Cluster").value_as_string
+    hub.add_eks_scraper(
+        "Scraper",
+        cluster_arn=cluster,
+        subnet_ids=[cdk.Fn.select(0, subnet), cdk.Fn.select(1, subnet)],
+        security_group_ids=[group],
+        cluster_label="c",
+    )
+    assert len(hub.scrapers) == 1
+
+
+def test_collector_refuses_an_unpinned_image(tmp_path: Path) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    with pytest.raises(ArgumentError, match="add_ecs_collector: parameter 'adot_image'"):
+        hub.add_ecs_collector(
+            task, metrics_port=4000, log_group=logs.LogGroup(stack, "L"), adot_image="otel/collector:latest"
+        )
+
+
+def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Path) -> None:
+    """The tier's wiring with stand-ins for the two stacks (the real combination is synthesized by
+    `-c tier=disaggregated,gateway,observability`; it costs two minutes, too much for the suite)."""
+    app = cdk.App(outdir=str(tmp_path))
+    env = cdk.Environment(account="111122223333", region="us-east-1")
+    other = cdk.Stack(app, "Other", env=env)
+    vpc = ec2.Vpc(other, "Vpc", max_azs=3)
+    manifests: list[tuple[str, tuple[Any, ...]]] = []
+    cluster = SimpleNamespace(
+        cluster_arn=CLUSTER, add_manifest=lambda name, *docs: manifests.append((name, docs))
+    )
+    task = ecs.FargateTaskDefinition(other, "Task")
+    task.add_container("Proxy", image=ecs.ContainerImage.from_registry("example/litellm:1.0"))
+    other.vpc = vpc  # type: ignore[attr-defined]
+    other.eks = SimpleNamespace(cluster=cluster, cluster_security_group_id="sg-0123456789abcdef0")  # type: ignore[attr-defined]
+    other.gateway = SimpleNamespace(task_definition=task, log_group=logs.LogGroup(other, "Logs"))  # type: ignore[attr-defined]
+    settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]
+    stack = ObservabilityStack(app, "Obs", settings=settings, disaggregated=other, gateway=other, env=env)
+    (scraper,) = stack.hub.scrapers
+    source = stack.resolve(scraper.source)["eksConfiguration"]
+    assert source["clusterArn"] == CLUSTER
+    assert source["securityGroupIds"] == ["sg-0123456789abcdef0"]
+    assert len(source["subnetIds"]) == 3  # one private subnet per AZ
+    assert manifests == [("AmpScraperRbac", tuple(scraper_rbac()))]
+    assert [c.container_name for c in [task.default_container, *[task.find_container("OtelCollector")]]] == [
+        "Proxy",
+        "OtelCollector",
+    ]
+
+
+def test_scraper_rbac_binds_the_scraper_user_to_read_only_verbs() -> None:
+    role, binding = scraper_rbac()
+    verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+    assert verbs <= {"describe", "get", "list", "watch"}
+    assert binding["subjects"] == [
+        {"kind": "User", "name": SCRAPER_USER, "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
