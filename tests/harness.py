@@ -28,9 +28,14 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
+def configured_app(**overrides: Any) -> cdk.App:
+    """An empty app whose context is cdk.json's plus ``overrides`` (context keys)."""
+    return cdk.App(context={**cdk_json_context(), **_NO_BUNDLING, **overrides})
+
+
 def make_app(**overrides: Any) -> tuple[cdk.App, list[cdk.Stack]]:
     """An app configured from cdk.json plus ``overrides`` (context keys), built through build_app."""
-    app = cdk.App(context={**cdk_json_context(), **_NO_BUNDLING, **overrides})
+    app = configured_app(**overrides)
     stacks = build_app(app, parse_app_config(app.node.get_all_context()))
     return app, stacks
 
