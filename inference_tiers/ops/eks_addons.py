@@ -68,7 +68,7 @@ def _result(pin: AddonPin, offered: list[str], default: str | None, k8s: str, re
             name,
             "fail",
             f"{pin.version} is not offered for Kubernetes {k8s} in {region}; newest offered {newest}"
-            f"{default_text} ({len(offered)} builds)",
+            f"{default_text} ({len(offered)} build{'s' if len(offered) > 1 else ''})",
             f"pin {pin.name} {newest} in {pin.pinned_in}",
         )
     newer = f"; newer: {newest}" if newest != pin.version else ""

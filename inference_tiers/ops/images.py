@@ -51,7 +51,7 @@ def _check_ecr(
     match = _ECR_REGISTRY.fullmatch(image.registry)
     assert match is not None  # the caller routes only ECR registries here
     account, region = match["account"], match["region"]
-    shown = f"the pinned Deep Learning Container {image}: " if dlc else ""
+    shown = f"Deep Learning Container in {account} ({region}): " if dlc else ""
     image_id = {"imageDigest": image.digest} if image.digest else {"imageTag": image.tag or "latest"}
     try:
         found = clients.client("ecr", region).describe_images(

@@ -127,7 +127,7 @@ def test_sagemaker_checks_the_engine_dlc_in_the_regions_registry(clients: StubCl
     )
     [result] = check_images(clients, req)
     assert result.status == "pass" and result.detail.startswith(
-        f"the pinned Deep Learning Container 763104351884.dkr.ecr.us-east-1.amazonaws.com/{need.reference}: "
+        f"Deep Learning Container in 763104351884 (us-east-1): in ECR ({DIGEST}, pushed 2026-11-30)"
     )
     clients.assert_done()
 
