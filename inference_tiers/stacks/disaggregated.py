@@ -65,6 +65,7 @@ from inference_tiers.constructs.eks.efa_node_group import (
 from inference_tiers.constructs.eks.inference_gateway import add_disaggregated_gateway
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
+from inference_tiers.k8s.inference_gateway import EPP_IMAGE
 from inference_tiers.k8s.inference_gateway_settings import (
     InferenceGatewaySettings,
     check_node_capacity,
@@ -236,6 +237,11 @@ class DisaggregatedSettings:
             images=(
                 _image(self.image_uri, "disaggregated.image_uri", VLLM_DOCKERFILE_DIR),
                 _image(self.router_image_uri, "disaggregated.router_image_uri", ROUTER_DOCKERFILE_DIR),
+                *(
+                    (ImageNeed(EPP_IMAGE, "inference_tiers.k8s.inference_gateway:EPP_IMAGE"),)
+                    if self.inference_gateway is not None
+                    else ()
+                ),
             ),
         )
 

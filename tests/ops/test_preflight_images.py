@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from inference_tiers.config import ImageNeed
+from inference_tiers.k8s.inference_gateway import EPP_IMAGE
 from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.ops.images import check_image, check_images
 from inference_tiers.ops.registry import (
@@ -173,6 +174,20 @@ def test_disaggregated_default_images_are_built_by_the_deploy(clients: StubClien
             f"{key} unset: built and pushed by cdk deploy"
         )
     clients.assert_done()  # nothing asked of ECR
+
+
+def test_the_opt_in_inference_gateway_adds_its_endpoint_picker_image() -> None:
+    gateway = json.dumps(
+        {
+            "pools": {
+                "prefill": {"min_replicas": 1, "max_replicas": 1},
+                "decode": {"min_replicas": 1, "max_replicas": 1},
+            }
+        }
+    )
+    images = tier_requirements("disaggregated", f"disaggregated.inference_gateway={gateway}").images
+    assert images[2] == ImageNeed(EPP_IMAGE, "inference_tiers.k8s.inference_gateway:EPP_IMAGE")
+    assert len(tier_requirements("disaggregated").images) == 2
 
 
 def test_a_disaggregated_image_setting_is_checked_instead() -> None:
