@@ -144,9 +144,10 @@ def choice(*options: str) -> Parser:
     return parse
 
 
-def ipv4_cidr(min_prefix: int = 0, max_prefix: int = 32) -> Parser:
-    """An IPv4 CIDR block (network address, no host bits) whose prefix length is in [min_prefix, max_prefix]."""
-    accepted = (
+def ipv4_cidr(min_prefix: int = 0, max_prefix: int = 32, *, description: str | None = None) -> Parser:
+    """An IPv4 CIDR block (network address, no host bits) whose prefix length is in [min_prefix, max_prefix];
+    ``description`` replaces the generated "expected ..." text."""
+    accepted = description or (
         "an IPv4 CIDR block such as 203.0.113.0/24"
         if (min_prefix, max_prefix) == (0, 32)
         else f"an IPv4 CIDR block from /{min_prefix} to /{max_prefix} such as 10.0.0.0/{min_prefix}"

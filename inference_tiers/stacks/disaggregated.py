@@ -33,6 +33,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.disaggregated.monitoring import (
     CLOUDWATCH_OBSERVABILITY_ADDON,
@@ -51,7 +52,9 @@ from inference_tiers.constructs.eks.cluster import (
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
+    MIN_PUBLIC_ENDPOINT_PREFIX,
     PRINCIPAL_ARN_PATTERN,
+    PUBLIC_CIDR_DESCRIPTION,
     EksCluster,
     as_cluster_ref,
 )
@@ -146,7 +149,7 @@ class DisaggregatedSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(), max_items=40),
+        items(ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
     inference_gateway: InferenceGatewaySettings | None = setting(
@@ -263,9 +266,12 @@ class DisaggregatedStack(Stack):
             description="inference-tiers disaggregated: EKS + EFA GPU nodes, vLLM prefill/decode over Mooncake",
         )
         self.settings = settings
+        # One key for the stack's infrastructure log groups (flow logs, kubectl provider).
+        self.log_key = retained_key(self, "LogKey", "Encrypts the flow logs and kubectl provider logs")
         self.vpc = create_private_vpc(
             self,
             "Vpc",
+            flow_log_key=self.log_key,
             availability_zones=settings.availability_zones,
             private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
             nat_gateways=EKS_NAT_GATEWAYS,
@@ -276,6 +282,7 @@ class DisaggregatedStack(Stack):
             vpc=self.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            log_key=self.log_key,
         )
         cluster = self.eks.cluster
         self.gpu_nodes = EfaNodeGroup(

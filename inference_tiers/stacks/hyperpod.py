@@ -43,7 +43,9 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
+    MIN_PUBLIC_ENDPOINT_PREFIX,
     PRINCIPAL_ARN_PATTERN,
+    PUBLIC_CIDR_DESCRIPTION,
     EksCluster,
     as_cluster_ref,
 )
@@ -121,7 +123,7 @@ class HyperPodSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(), max_items=40),
+        items(ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40),
         "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
     )
     model_name: str = setting(
@@ -266,9 +268,12 @@ class HyperPodStack(Stack):
             deep_health_checks=settings.deep_health_checks,
             training_plan_arn=settings.training_plan_arn,
         )
+        # One key for every log group of the stack (flow logs, kubectl provider, node barrier, script upload).
+        self.log_key = retained_key(self, "LogKey", "Encrypts the log groups of the HyperPod tier")
         self.network = HyperPodNetwork(
             self,
             "Network",
+            flow_log_key=self.log_key,
             availability_zone_id=settings.availability_zone_id,
             vpc_cidr=settings.vpc_cidr,
             hyperpod_subnet_cidr=settings.hyperpod_subnet_cidr,
@@ -280,6 +285,7 @@ class HyperPodStack(Stack):
             vpc=self.network.vpc,
             admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            log_key=self.log_key,
         )
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
@@ -298,6 +304,7 @@ class HyperPodStack(Stack):
             # Core add-ons, and the HyperPod subnet's route and S3 endpoint (nodes fetch scripts on boot).
             wait_for=[*self.eks.addons.values(), self.network],
             access_logs_bucket=self.access_logs,
+            log_key=self.log_key,
         )
         self.observability = (
             HyperPodObservability(

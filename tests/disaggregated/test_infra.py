@@ -340,6 +340,7 @@ def test_default_settings_and_account_requirements() -> None:
             r"two different AZ names of the same region",
         ),
         ({"public_endpoint_cidrs": "10.0.0.1/8"}, "public_endpoint_cidrs[0]", r"IPv4 CIDR"),
+        ({"public_endpoint_cidrs": "0.0.0.0/0"}, "public_endpoint_cidrs[0]", r"from /8 to /32.*internet"),
         ({"admin_principal_arn": "Admin"}, "admin_principal_arn", r"IAM role or user ARN"),
         ({"prefill_nodes": "0"}, "prefill_nodes", r"integer from 1 to 32"),
         ({"image_uri": "vllm-latest"}, "image_uri", r"a container image with a pinned tag"),

@@ -9,12 +9,13 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
+from constructs import IConstruct
 
 from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
-    AddonVersions,
     EksCluster,
 )
+from inference_tiers.validation import ArgumentError
 from tests.harness import cdk_json_context
 
 ADMIN = "arn:aws:iam::123456789012:role/PlatformAdmin"
@@ -60,11 +61,12 @@ def test_cluster_is_1_35_with_api_auth_private_endpoint_logging_and_kms(
             "EncryptionConfig": [{"Provider": {"KeyArn": Match.any_value()}, "Resources": ["secrets"]}],
         },
     )
+    # Two keys: Kubernetes secrets, and the construct's log groups (kubectl provider, VPC flow logs).
     keys = _resources(template, "AWS::KMS::Key")
-    assert len(keys) == 1
-    (key,) = keys.values()
-    assert key["Properties"]["EnableKeyRotation"] is True
-    assert key["DeletionPolicy"] == "Retain"
+    assert len(keys) == 2
+    for key in keys.values():
+        assert key["Properties"]["EnableKeyRotation"] is True
+        assert key["DeletionPolicy"] == "Retain"
 
 
 def test_no_auto_mode_and_no_default_capacity(default_build: tuple[cdk.App, EksCluster, Template]) -> None:
@@ -212,40 +214,98 @@ def test_existing_vpc_and_public_endpoint_cidrs() -> None:
     assert [v.rule_name for v in report.violations] == ["AwsSolutions-VPC7"]
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"admin_principal_arns": ["not-an-arn"]}, r"admin_principal_arns: got 'not-an-arn'"),
-        (
-            {"admin_principal_arns": ["arn:aws:sts::123456789012:assumed-role/Admin/session"]},
-            r"admin_principal_arns: .*IAM role or user ARN",
-        ),
-        ({"public_endpoint_cidrs": ["0.0.0.0/33"]}, r"public_endpoint_cidrs: got '0.0.0.0/33'"),
-        ({"system_node_count": 0}, r"system_node_count: got 0; expected an integer from 1 to 10"),
-        # Not a JavaScript deserialization error from jsii: bool and float are rejected like any bad count.
-        ({"system_node_count": True}, r"system_node_count: got True; expected an integer from 1 to 10"),
-        ({"system_node_count": 2.5}, r"system_node_count: got 2.5; expected an integer from 1 to 10"),
-        ({"system_node_instance_type": "c7g.large"}, r"system_node_instance_type: got 'c7g.large'.*x86_64"),
-        ({"system_node_instance_type": "large"}, r"system_node_instance_type: got 'large'"),
-        (
-            {
-                "addon_versions": AddonVersions(
-                    "1.21", "v1.35.0-eksbuild.2", "v1.13.2-eksbuild.1", "v1.3.10-eksbuild.3"
-                )
-            },
-            r"addon_versions.vpc_cni: got '1.21'",
-        ),
-        (
-            {
-                "addon_versions": AddonVersions(
-                    "v1.18.3-eksbuild.3", "v1.35.0-eksbuild.2", "v1.13.2-eksbuild.1", "v1.3.10-eksbuild.3"
-                )
-            },
-            r"vpc_cni: got 'v1.18.3-eksbuild.3'; expected v1.18.5 or later",
-        ),
-    ],
-)
-def test_invalid_props_are_rejected_with_the_prop_and_value(kwargs: dict[str, Any], message: str) -> None:
+def test_every_log_group_has_a_customer_managed_key_that_logs_may_use(
+    default_build: tuple[cdk.App, EksCluster, Template],
+) -> None:
+    _, cluster, template = default_build
+    groups = _resources(template, "AWS::Logs::LogGroup")
+    # The VPC's flow logs and the kubectl provider's two functions.
+    assert len(groups) == 3
+    log_key_id = cdk.Stack.of(cluster).get_logical_id(cluster.log_key.node.default_child)  # type: ignore[arg-type]
+    for name, group in groups.items():
+        assert group["Properties"].get("KmsKeyId") == {"Fn::GetAtt": [log_key_id, "Arn"]}, name
+    statements = _resources(template, "AWS::KMS::Key")[log_key_id]["Properties"]["KeyPolicy"]["Statement"]
+    logs_statements = [
+        s
+        for s in statements
+        if s["Principal"].get("Service")
+        == {"Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}
+    ]
+    assert logs_statements, statements
+    for statement in logs_statements:
+        assert "kms:EncryptionContext:aws:logs:arn" in statement["Condition"]["ArnLike"]
+
+
+def test_flow_log_role_trusts_only_this_accounts_flow_logs(
+    default_build: tuple[cdk.App, EksCluster, Template],
+) -> None:
+    _, _, template = default_build
+    roles = [
+        r
+        for r in _resources(template, "AWS::IAM::Role").values()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service")
+        == "vpc-flow-logs.amazonaws.com"
+    ]
+    assert len(roles) == 1
+    (statement,) = roles[0]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ec2:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":vpc-flow-log/*",
+                    ],
+                ]
+            }
+        },
+    }
+
+
+def _acknowledged(construct: IConstruct) -> dict[str, str]:
+    """The cdk-nag acknowledgments recorded on ``construct`` itself: rule id -> reason."""
+    found: dict[str, str] = {}
+    for entry in construct.node.metadata:
+        if entry.type == "aws:cdk:acknowledged-rules":
+            found.update({k.removeprefix("Annotation::"): v for k, v in entry.data.items()})
+    return found
+
+
+def test_private_cluster_acknowledges_no_public_endpoint(
+    default_build: tuple[cdk.App, EksCluster, Template],
+) -> None:
+    _, cluster, _ = default_build
+    assert "AwsSolutions-EKS1" not in _acknowledged(cluster.cluster)
+
+
+def test_public_endpoint_acknowledgment_names_each_cidr_given() -> None:
     _, stack = _stack()
-    with pytest.raises(ValueError, match=message):
-        EksCluster(stack, "Eks", **kwargs)
+    cidr = cdk.CfnParameter(stack, "OfficeCidr").value_as_string
+    cluster = EksCluster(stack, "Eks", public_endpoint_cidrs=["203.0.113.0/24", "198.51.100.7/32", cidr])
+    reason = _acknowledged(cluster.cluster)["AwsSolutions-EKS1"]
+    assert reason.endswith(": 203.0.113.0/24, 198.51.100.7/32, a deploy-time value"), reason
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::EKS::Cluster",
+        {
+            "ResourcesVpcConfig": Match.object_like(
+                {"PublicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32", {"Ref": "OfficeCidr"}]}
+            )
+        },
+    )
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "10.0.0.0/7", "128.0.0.0/1"])
+def test_public_endpoint_cidrs_wider_than_a_slash_8_are_refused(cidr: str) -> None:
+    _, stack = _stack()
+    with pytest.raises(
+        ArgumentError, match=r"EksCluster: parameter 'public_endpoint_cidrs\[0\]' got"
+    ) as raised:
+        EksCluster(stack, "Eks", public_endpoint_cidrs=[cidr])
+    assert "from /8 to /32" in str(raised.value) and "internet" in str(raised.value)

@@ -497,6 +497,16 @@ def test_prometheus_fsx_variant_without_registration() -> None:
             {"hyperpod.public_endpoint_cidrs": "10.0.0.300/8"},
             r"'hyperpod.public_endpoint_cidrs\[0\]': got '10.0.0.300/8'; expected an IPv4 CIDR block",
         ),
+        # The internet, or nearly: a public API endpoint must name the operator's own networks.
+        (
+            {"hyperpod.public_endpoint_cidrs": "0.0.0.0/0"},
+            r"'hyperpod.public_endpoint_cidrs\[0\]': got '0.0.0.0/0'; expected an IPv4 CIDR block from /8 to "
+            r"/32 naming your own networks.*internet",
+        ),
+        (
+            {"hyperpod.public_endpoint_cidrs": ["203.0.113.0/24", "10.0.0.0/7"]},
+            r"'hyperpod.public_endpoint_cidrs\[1\]': got '10.0.0.0/7'; expected .* from /8 to /32",
+        ),
         # Larger than the largest VPC AWS allows, and too small for two public /24 and two private /20.
         (
             {"hyperpod.vpc_cidr": "10.0.0.0/8"},

@@ -38,6 +38,7 @@ from inference_tiers.constructs.common.encryption import (
 )
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
+from inference_tiers.constructs.eks.pod_identity import pod_identity_principal
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
 from inference_tiers.validation import Args
 
@@ -246,7 +247,7 @@ class DisaggregatedMonitoring(Construct):
         self.agent_role = iam.Role(
             self,
             "AgentRole",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+            assumed_by=pod_identity_principal(self, cluster.cluster_arn),
             description="CloudWatch agent of the amazon-cloudwatch-observability add-on (EKS Pod Identity)",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")],
         )

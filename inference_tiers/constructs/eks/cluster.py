@@ -28,22 +28,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from aws_cdk import Annotations, Aws, CfnElement, Stack, Token
+from aws_cdk import Annotations, Aws, CfnElement, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct, IConstruct
 
-from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.network import create_private_vpc
+from inference_tiers.validation import Args, is_token
 
 T = TypeVar("T")
 
 KUBERNETES_VERSION = "1.35"
 """The Kubernetes version of every cluster this construct creates; the kubectl layer must match it."""
+
+_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+# Access entries take IAM role or user ARNs (not STS assumed-role session ARNs).
+PRINCIPAL_ARN_PATTERN = r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+"
+_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
+_VPC_CNI_MINIMUM = (1, 18, 5)
+
+MIN_PUBLIC_ENDPOINT_PREFIX = 8
+"""The widest network a public API endpoint may admit: /0 is the internet, and nothing wider than a /8 (one
+organisation's largest allocation) names "your networks"."""
+PUBLIC_CIDR_DESCRIPTION = (
+    f"an IPv4 CIDR block from /{MIN_PUBLIC_ENDPOINT_PREFIX} to /32 naming your own networks, such as "
+    "203.0.113.0/24 (0.0.0.0/0 and anything wider than /8 would open the Kubernetes API to the internet)"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,24 @@ class AddonVersions:
             "eks-pod-identity-agent": self.pod_identity_agent,
         }
 
+    def __post_init__(self) -> None:
+        args = Args("AddonVersions")
+        for name, value in vars(self).items():
+            args.text(
+                name,
+                value,
+                pattern=_ADDON_VERSION.pattern,
+                description="an EKS add-on version like v1.21.1-eksbuild.3 (aws eks describe-addon-versions)",
+                allow_token=False,
+            )
+        major, minor, patch = (int(part) for part in self.vpc_cni[1:].split("-")[0].split("."))
+        if (major, minor, patch) < _VPC_CNI_MINIMUM:
+            raise args.error(
+                "vpc_cni",
+                self.vpc_cni,
+                "v1.18.5 or later (earlier VPC CNI releases cannot handle efa-only network interfaces)",
+            )
+
 
 # Pinned so that a redeploy never upgrades cluster networking silently. These are the add-on builds published
 # for Kubernetes 1.35 (vpc-cni >= 1.18.5 supports efa-only interfaces); bump them together with the version.
@@ -74,12 +108,6 @@ DEFAULT_ADDON_VERSIONS = AddonVersions(
     pod_identity_agent="v1.3.10-eksbuild.3",
 )
 
-_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
-# Access entries take IAM role or user ARNs (not STS assumed-role session ARNs).
-PRINCIPAL_ARN_PATTERN = r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]+"
-_PRINCIPAL_ARN = re.compile(PRINCIPAL_ARN_PATTERN)
-_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9-]+")
-_VPC_CNI_MINIMUM = (1, 18, 5)
 
 ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API,
@@ -97,40 +125,35 @@ SYSTEM_NODE_LABEL = "inference-tiers/node-pool"
 """Node label whose value is ``system`` on the system node group; select it for cluster services."""
 
 
-def _validate_addon_versions(versions: AddonVersions) -> None:
-    for name, value in vars(versions).items():
-        if not _ADDON_VERSION.fullmatch(value):
-            raise ValueError(
-                f"EksCluster addon_versions.{name}: got {value!r}; expected an EKS add-on version "
-                "like v1.21.1-eksbuild.3 (see aws eks describe-addon-versions)"
-            )
-    major, minor, patch = (int(part) for part in versions.vpc_cni[1:].split("-")[0].split("."))
-    if (major, minor, patch) < _VPC_CNI_MINIMUM:
-        raise ValueError(
-            f"EksCluster addon_versions.vpc_cni: got {versions.vpc_cni!r}; expected v1.18.5 or later "
-            "(earlier VPC CNI releases cannot handle efa-only network interfaces)"
-        )
+def _check_cidr(args: Args, name: str, value: object) -> str:
+    """A public-endpoint CIDR: an IPv4 network no wider than /8 (a deploy-time token passes unparsed)."""
+    cidr = args.text(name, value, description=PUBLIC_CIDR_DESCRIPTION)
+    if is_token(cidr):
+        return cidr
+    try:
+        network = ipaddress.IPv4Network(cidr)
+    except ValueError:
+        raise args.error(name, cidr, PUBLIC_CIDR_DESCRIPTION) from None
+    if network.prefixlen < MIN_PUBLIC_ENDPOINT_PREFIX:
+        raise args.error(name, cidr, PUBLIC_CIDR_DESCRIPTION)
+    return cidr
 
 
-def _validate_admin_principal_arns(arns: Sequence[str]) -> None:
-    for arn in arns:
-        if not Token.is_unresolved(arn) and not _PRINCIPAL_ARN.fullmatch(arn):
-            raise ValueError(
-                f"EksCluster admin_principal_arns: got {arn!r}; expected an IAM role or user ARN such as "
-                "arn:aws:iam::123456789012:role/Admin"
-            )
+def _instance_type(args: Args, name: str, value: object) -> str:
+    accepted = "an x86_64 instance type such as m7i.xlarge (the system node group runs the AL2023 x86_64 AMI)"
+    checked = args.text(name, value, pattern=_INSTANCE_TYPE.pattern, description=accepted, allow_token=False)
+    if ec2.InstanceType(checked).architecture != ec2.InstanceArchitecture.X86_64:
+        raise args.error(name, checked, accepted)
+    return checked
 
 
-def _validate_cidrs(cidrs: Sequence[str]) -> None:
-    for cidr in cidrs:
-        if Token.is_unresolved(cidr):
-            continue
-        try:
-            ipaddress.IPv4Network(cidr)
-        except ValueError:
-            raise ValueError(
-                f"EksCluster public_endpoint_cidrs: got {cidr!r}; expected IPv4 CIDR blocks such as 203.0.113.0/24"
-            ) from None
+def _log_key(scope: Construct) -> kms.Key:
+    key = retained_key(
+        scope, "LogKey", "Encrypts the log groups of the inference EKS cluster's kubectl provider and VPC"
+    )
+    # The provider functions' log groups are named /aws/lambda/<generated function name>.
+    allow_log_encryption(key, scope, "/aws/lambda/*")
+    return key
 
 
 def create_node_role(scope: Construct, construct_id: str) -> iam.Role:
@@ -183,6 +206,7 @@ class EksCluster(Construct):
         public_endpoint_cidrs: Sequence[str] = (),
         admin_principal_arns: Sequence[str] = (),
         secrets_key: kms.IKey | None = None,
+        log_key: kms.IKey | None = None,
         control_plane_logs: Sequence[eks.ClusterLoggingTypes] = ALL_CONTROL_PLANE_LOGS,
         addon_versions: AddonVersions = DEFAULT_ADDON_VERSIONS,
         system_node_instance_type: str = DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
@@ -193,45 +217,74 @@ class EksCluster(Construct):
         :param control_plane_subnets: where the control-plane ENIs (and a private kubectl provider) go; at least
             two AZs. Default: the VPC's private subnets with egress.
         :param system_node_subnets: subnets of the system node group. Default: the VPC's private subnets.
-        :param public_endpoint_cidrs: IPv4 CIDRs allowed to reach a public API server endpoint, in addition to
-            the private endpoint. Default: none, so the endpoint is private only (reach it from the VPC, a VPN
-            or a bastion).
+        :param public_endpoint_cidrs: IPv4 CIDRs (/8 to /32, at most 40) allowed to reach a public API server
+            endpoint, in addition to the private endpoint; 0.0.0.0/0 is refused. Default: none, so the endpoint
+            is private only (reach it from the VPC, a VPN or a bastion).
         :param admin_principal_arns: IAM role/user ARNs that get the ``AmazonEKSClusterAdminPolicy`` access
             entry (cluster scope). Default: none; only the kubectl provider role is admin.
         :param secrets_key: KMS key for envelope encryption of Kubernetes secrets. Default: a new rotated key,
             retained on stack deletion.
+        :param log_key: KMS key of the log groups this construct creates (the kubectl provider's, and the flow
+            logs of the VPC it creates when ``vpc`` is not given). Default: a new rotated key, retained on stack
+            deletion. The construct lets CloudWatch Logs of this account and Region use a key it creates; an
+            imported key's policy must already allow that (``allow_log_encryption``).
         :param control_plane_logs: control-plane log types sent to CloudWatch Logs. Default: all five.
         :param addon_versions: pinned EKS add-on versions. Default: ``DEFAULT_ADDON_VERSIONS``.
         :param system_node_instance_type: x86 instance type of the system node group. Default: m7i.xlarge.
         :param system_node_count: nodes in the system node group (1-10). Default: 2 (coredns spreads over two).
         """
+        args = Args("EksCluster")
+        if vpc is not None:
+            args.implements("vpc", vpc, ec2.IVpc)
+        for name, selection in (
+            ("control_plane_subnets", control_plane_subnets),
+            ("system_node_subnets", system_node_subnets),
+        ):
+            if selection is not None:
+                args.instance(name, selection, ec2.SubnetSelection, "an aws_ec2.SubnetSelection")
+        cidrs = args.sequence(
+            "public_endpoint_cidrs",
+            public_endpoint_cidrs,
+            lambda name, v: _check_cidr(args, name, v),
+            max_items=40,
+            unique=True,
+        )
+        admins = args.sequence(
+            "admin_principal_arns",
+            admin_principal_arns,
+            lambda name, v: args.text(
+                name,
+                v,
+                pattern=PRINCIPAL_ARN_PATTERN,
+                description="an IAM role or user ARN such as arn:aws:iam::123456789012:role/Admin",
+            ),
+            unique=True,
+        )
+        for name, key in (("secrets_key", secrets_key), ("log_key", log_key)):
+            if key is not None:
+                args.implements(name, key, kms.IKey)
+        log_types = args.sequence(
+            "control_plane_logs",
+            control_plane_logs,
+            lambda name, v: args.choice(name, v, eks.ClusterLoggingTypes),
+            unique=True,
+        )
+        args.instance("addon_versions", addon_versions, AddonVersions)
+        _instance_type(args, "system_node_instance_type", system_node_instance_type)
+        args.integer("system_node_count", system_node_count, minimum=1, maximum=10, allow_token=True)
         super().__init__(scope, construct_id)
-        _validate_addon_versions(addon_versions)
-        _validate_admin_principal_arns(admin_principal_arns)
-        _validate_cidrs(public_endpoint_cidrs)
-        if not Token.is_unresolved(system_node_count) and (
-            isinstance(system_node_count, bool)
-            or not isinstance(system_node_count, int)
-            or not 1 <= system_node_count <= 10
-        ):
-            raise ValueError(
-                f"EksCluster system_node_count: got {system_node_count!r}; expected an integer from 1 to 10"
-            )
-        if (
-            not _INSTANCE_TYPE.fullmatch(system_node_instance_type)
-            or ec2.InstanceType(system_node_instance_type).architecture != ec2.InstanceArchitecture.X86_64
-        ):
-            raise ValueError(
-                f"EksCluster system_node_instance_type: got {system_node_instance_type!r}; expected an x86_64 "
-                "instance type such as m7i.xlarge (the system node group runs the AL2023 x86_64 AMI)"
-            )
 
         self.kubernetes_version = KUBERNETES_VERSION
+        self.log_key: kms.IKey = log_key or _log_key(self)
         self.vpc: ec2.IVpc = (
             vpc
             if vpc is not None
             else create_private_vpc(
-                self, "Vpc", private_cidr_mask=EKS_PRIVATE_CIDR_MASK, nat_gateways=EKS_NAT_GATEWAYS
+                self,
+                "Vpc",
+                flow_log_key=self.log_key,
+                private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
+                nat_gateways=EKS_NAT_GATEWAYS,
             )
         )
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
@@ -249,11 +302,11 @@ class EksCluster(Construct):
             vpc=self.vpc,
             vpc_subnets=[control_plane_subnets or private],
             endpoint_access=(
-                eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_endpoint_cidrs)
-                if public_endpoint_cidrs
+                eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*cidrs)
+                if cidrs
                 else eks.EndpointAccess.PRIVATE
             ),
-            cluster_logging=list(control_plane_logs),
+            cluster_logging=list(log_types),
             secrets_encryption_key=self.secrets_key,
             # The CloudFormation execution role needs no standing admin access; the kubectl provider role and
             # admin_principal_arns get explicit access entries instead.
@@ -272,9 +325,10 @@ class EksCluster(Construct):
         assert provider is not None  # kubectl_provider_options is always passed above
         self.kubectl_provider: eks.IKubectlProvider = provider
         self.kubectl_role: iam.IRole | None = getattr(provider, "role", None)
-        for index, arn in enumerate(admin_principal_arns):
+        self._encrypt_provider_logs()
+        for index, arn in enumerate(admins):
             self.cluster.grant_cluster_admin(f"Admin{index}", arn)
-        if not admin_principal_arns:
+        if not admins:
             Annotations.of(self).add_warning_v2(
                 "inference-tiers:eksNoAdminPrincipal",
                 "no admin_principal_arns: only the kubectl provider can use the Kubernetes API of this cluster; "
@@ -321,13 +375,23 @@ class EksCluster(Construct):
         # coredns is a Deployment: without nodes the add-on would sit DEGRADED; create it once nodes exist.
         self.addons["coredns"].node.add_dependency(self.system_nodegroup)
         self._acknowledge_provider_findings()
-        if public_endpoint_cidrs:
+        if cidrs:
             acknowledge(
                 self.cluster,
                 "AwsSolutions-EKS1",
                 "the public endpoint was requested explicitly and only admits the CIDRs in public_endpoint_cidrs: "
-                + ", ".join(public_endpoint_cidrs),
+                + ", ".join("a deploy-time value" if is_token(c) else c for c in cidrs),
             )
+
+    def _encrypt_provider_logs(self) -> None:
+        """Encrypt the log groups aws_eks_v2 gives the kubectl provider's functions (it has no option for a key).
+
+        They exist in the template only with the ``@aws-cdk/aws-lambda:useCdkManagedLogGroup`` feature flag
+        (this project's cdk.json sets it); without it Lambda creates them itself at first invocation.
+        """
+        for group in self.kubectl_provider.node.find_all():
+            if isinstance(group, logs.CfnLogGroup):
+                group.kms_key_id = self.log_key.key_arn
 
     def _add_addons(self, versions: AddonVersions) -> dict[str, eks.Addon]:
         addons: dict[str, eks.Addon] = {}

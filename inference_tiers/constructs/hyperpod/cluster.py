@@ -18,6 +18,7 @@ from aws_cdk import Aws, CfnElement, CustomResource, Duration, Names, RemovalPol
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -28,9 +29,10 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
 from inference_tiers import ASSETS_DIR
-from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
+from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
 
 ASSETS = ASSETS_DIR / "hyperpod"
@@ -132,6 +134,7 @@ class HyperPodCluster(Construct):
         access_logs_bucket: s3.IBucket | None = None,
         node_recovery: str = "Automatic",
         nodes_ready_timeout: Duration = NODES_READY_TIMEOUT,
+        log_key: kms.IKey | None = None,
     ) -> None:
         """
         :param cluster: the EKS cluster (authentication mode API or API_AND_CONFIG_MAP, VPC CNI >= 1.18.3).
@@ -144,6 +147,9 @@ class HyperPodCluster(Construct):
         :param access_logs_bucket: server access logs of the lifecycle bucket. Default: no access logs.
         :param node_recovery: ``Automatic`` (replace unhealthy nodes) or ``None``. Default Automatic.
         :param nodes_ready_timeout: how long the barrier waits for all instances. Default 2 hours.
+        :param log_key: KMS key of the log groups this construct creates (node barrier, its waiter, the script
+            upload); its policy must let CloudWatch Logs use it (``allow_log_encryption``). Default: a new
+            rotated, retained key with that grant.
         """
         super().__init__(scope, construct_id)
         if not instance_groups:
@@ -159,6 +165,7 @@ class HyperPodCluster(Construct):
                 "with on_create.sh and the scripts it runs"
             )
         self.instance_groups = tuple(instance_groups)
+        self.log_key: kms.IKey = log_key or _log_key(self)
 
         self.lifecycle_key = retained_key(
             self, "LifecycleKey", "Encrypts the HyperPod lifecycle scripts bucket"
@@ -176,6 +183,7 @@ class HyperPodCluster(Construct):
             sources=[s3_deployment.Source.asset(str(lifecycle_scripts))],
             destination_bucket=self.lifecycle_bucket,
             destination_key_prefix=f"{LIFECYCLE_PREFIX}/",
+            log_group=self._log_group("LifecycleScriptsLogs"),
         )
 
         self._acknowledge_deployment_findings()
@@ -183,7 +191,7 @@ class HyperPodCluster(Construct):
         self.execution_role = iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=sagemaker_principal(self),
             description="HyperPod instances: EKS node, VPC CNI, image pulls, lifecycle scripts",
             managed_policies=[
                 iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
@@ -355,12 +363,7 @@ class HyperPodCluster(Construct):
         )
 
     def _node_barrier(self, timeout: Duration) -> CustomResource:
-        log_group = logs.LogGroup(
-            self,
-            "NodeBarrierLogs",
-            retention=logs.RetentionDays.ONE_YEAR,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        log_group = self._log_group("NodeBarrierLogs")
         on_event, is_complete = (
             lambda_.Function(
                 self,
@@ -390,12 +393,7 @@ class HyperPodCluster(Construct):
             log_group=log_group,
             disable_waiter_state_machine_logging=False,
             waiter_state_machine_log_options=cr.LogOptions(
-                destination=logs.LogGroup(
-                    self,
-                    "NodeBarrierWaiterLogs",
-                    retention=logs.RetentionDays.ONE_YEAR,
-                    removal_policy=RemovalPolicy.RETAIN,
-                ),
+                destination=self._log_group("NodeBarrierWaiterLogs"),
                 level=sfn.LogLevel.ALL,
             ),
         )
@@ -412,6 +410,15 @@ class HyperPodCluster(Construct):
         )
         barrier.node.add_dependency(self.resource)
         return barrier
+
+    def _log_group(self, construct_id: str) -> logs.LogGroup:
+        return logs.LogGroup(
+            self,
+            construct_id,
+            encryption_key=self.log_key,
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
 
     def _grant_lifecycle_read(self) -> None:
         """HyperPod copies the lifecycle scripts to each instance with the execution role: read that prefix."""
@@ -509,6 +516,13 @@ class HyperPodCluster(Construct):
             "The barrier's waiter state machine only polls ListClusterNodes once a minute; its executions are "
             "logged in full, so X-Ray tracing adds nothing",
         )
+
+
+def _log_key(scope: Construct) -> kms.Key:
+    key = retained_key(scope, "LogKey", "Encrypts the HyperPod node barrier and script upload logs")
+    # Generated log group names: the key admits log groups of this account and Region only.
+    allow_log_encryption(key, scope, "*")
+    return key
 
 
 def _cfn_element(construct: IConstruct) -> CfnElement:

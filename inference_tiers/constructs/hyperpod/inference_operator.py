@@ -21,6 +21,7 @@ from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
+from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.eks.lb_controller_policy import load_balancer_controller_statements
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
 
@@ -116,7 +117,8 @@ class HyperPodInferenceOperator(Construct):
             OPERATOR_NAMESPACE,
             "hyperpod-inference-controller-manager",
             role_name=f"{OPERATOR_ROLE_PREFIX}-{Names.unique_resource_name(self, max_length=36)}",
-            also_assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            # SageMaker uses the role for the endpoint it registers in front of the model's load balancer.
+            also_assumed_by=sagemaker_principal(self),
         )
         self.operator_role.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess")

@@ -13,8 +13,10 @@ import ipaddress
 import jsii
 from aws_cdk import CfnTag, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.instance_types import find_gpu_instance_type
 
@@ -57,6 +59,7 @@ class HyperPodNetwork(Construct):
         hyperpod_subnet_cidr: str = "10.1.0.0/16",
         required_ip_addresses: int = 0,
         nat_gateways: int = 1,
+        flow_log_key: kms.IKey | None = None,
     ) -> None:
         """
         :param availability_zone_id: AZ ID of the HyperPod subnet (e.g. ``usw2-az2``): where the capacity is.
@@ -65,6 +68,8 @@ class HyperPodNetwork(Construct):
         :param required_ip_addresses: IPs the HyperPod instances need (see :func:`hyperpod_ips_per_instance`);
             the subnet must offer at least that many. Default 0 (no check).
         :param nat_gateways: NAT gateways (internet egress for image pulls). Default 1.
+        :param flow_log_key: KMS key of the VPC flow-log group (its policy gets the CloudWatch Logs grant).
+            Default: a new rotated key, retained on stack deletion.
         """
         super().__init__(scope, construct_id)
         _check_subnet(hyperpod_subnet_cidr, vpc_cidr, required_ip_addresses)
@@ -83,6 +88,8 @@ class HyperPodNetwork(Construct):
             nat_gateways=nat_gateways,
             nat_gateway_provider=nat,
             s3_gateway_endpoint=False,
+            flow_log_key=flow_log_key
+            or retained_key(self, "FlowLogKey", "Encrypts the flow logs of the HyperPod VPC"),
         )
 
         cidr_block = ec2.CfnVPCCidrBlock(

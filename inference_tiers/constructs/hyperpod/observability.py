@@ -14,6 +14,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.trust import regional_arn_pattern, service_for_account
+from inference_tiers.constructs.eks.pod_identity import pod_identity_principal
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
 
 OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
@@ -54,19 +56,7 @@ class HyperPodObservability(Construct):
             self,
             "CollectorRole",
             description="HyperPod observability collector: remote-write to AMP, logs to CloudWatch",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_conditions(
-                {
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnEquals": {"aws:SourceArn": cluster.cluster_arn},
-                }
-            ),
-        )
-        self.collector_role.assume_role_policy.add_statements(  # type: ignore[union-attr]
-            iam.PolicyStatement(
-                actions=["sts:TagSession"],
-                principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
-                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-            )
+            assumed_by=pod_identity_principal(self, cluster.cluster_arn),
         )
         self.collector_role.add_to_policy(
             iam.PolicyStatement(
@@ -133,8 +123,9 @@ class HyperPodObservability(Construct):
             self,
             "GrafanaRole",
             description="Amazon Managed Grafana: read the HyperPod Prometheus workspace",
-            assumed_by=iam.ServicePrincipal("grafana.amazonaws.com").with_conditions(
-                {"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            # Managed Grafana sends the workspace's ARN (arn:...:grafana:<region>:<account>:/workspaces/<id>).
+            assumed_by=service_for_account(
+                self, "grafana.amazonaws.com", regional_arn_pattern(self, "grafana", "/workspaces/*")
             ),
         )
         role.add_to_policy(

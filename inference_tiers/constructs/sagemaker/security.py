@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -20,6 +20,7 @@ from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.nag import acknowledge, nag_resource_id
+from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.validation import Args
@@ -83,7 +84,7 @@ class ExecutionRole(Construct):
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=_sagemaker_principal(stack),
+            assumed_by=sagemaker_principal(stack),
             description=f"Execution role of SageMaker endpoint {endpoint_name}",
         )
         names = [f"/aws/sagemaker/Endpoints/{endpoint_name}"]
@@ -150,28 +151,6 @@ class ExecutionRole(Construct):
 
     def _add(self, actions: list[str], resources: list[str]) -> None:
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources))
-
-
-def _sagemaker_principal(stack: Stack) -> iam.IPrincipal:
-    """SageMaker, acting for this account in this Region only (cross-service confused-deputy protection).
-
-    For real-time, serverless and asynchronous inference SageMaker sends ``aws:SourceArn`` as
-    ``arn:<partition>:sagemaker:<region>:<account>:*``: the asterisk is part of the value, and the docs say not
-    to put a model or endpoint ARN there (docs.aws.amazon.com/sagemaker/latest/dg/
-    security-confused-deputy-prevention.html, "SageMaker AI Inference"). ``aws:SourceAccount`` repeats the
-    account; both keys must name the same one.
-    """
-    return iam.ServicePrincipal(
-        "sagemaker.amazonaws.com",
-        conditions={
-            "StringEquals": {"aws:SourceAccount": stack.account},
-            "ArnLike": {
-                "aws:SourceArn": stack.format_arn(
-                    service="sagemaker", resource="*", arn_format=ArnFormat.NO_RESOURCE_NAME
-                )
-            },
-        },
-    )
 
 
 def _log_group(
