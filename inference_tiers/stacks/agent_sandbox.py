@@ -28,6 +28,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
@@ -152,9 +153,12 @@ class AgentSandboxStack(Stack):
             description="inference-tiers agent-sandbox: EKS with Kata Containers micro-VM sandboxes per tenant",
         )
         self.settings = settings
+        # One key for the stack's infrastructure log groups (flow logs, kubectl provider).
+        self.log_key = retained_key(self, "LogKey", "Encrypts the flow logs and kubectl provider logs")
         self.vpc = create_private_vpc(
             self,
             "Vpc",
+            flow_log_key=self.log_key,
             cidr=settings.vpc_cidr,
             private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
             nat_gateways=EKS_NAT_GATEWAYS,
@@ -167,6 +171,7 @@ class AgentSandboxStack(Stack):
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
             system_node_instance_type=settings.core_node_instance_type,
             system_node_count=settings.core_node_count,
+            log_key=self.log_key,
         )
         cluster = self.eks.cluster
         self.karpenter = Karpenter(self, "Karpenter", cluster=cluster)
