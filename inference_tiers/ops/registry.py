@@ -34,6 +34,8 @@ MANIFEST_TYPES = (
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
+_REDIRECTS = (301, 302, 303, 307, 308)
+_MAX_REDIRECTS = 5
 
 
 class ImageReferenceError(ValueError):
@@ -110,10 +112,21 @@ def registry_base_url(registry: str) -> str:
     return f"{'http' if _is_loopback(host) else 'https'}://{host}"
 
 
+class _KeepRedirects(urllib.request.HTTPRedirectHandler):
+    """Hand 3xx answers back: urllib would turn a redirected HEAD into a GET (a counted pull on Docker Hub) and
+    carry one host's token to another. ``head_manifest`` follows them itself."""
+
+    def redirect_request(self, *_: object, **__: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_KeepRedirects)
+
+
 def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> tuple[int, Message, bytes]:
     request = urllib.request.Request(url, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.headers, b""
@@ -143,20 +156,34 @@ def _anonymous_token(challenge: str, repository: str, timeout: float) -> str | N
     return token if isinstance(token, str) and token else None
 
 
-def head_manifest(image: ImageReference, *, timeout: float = 10.0) -> RegistryAnswer:
-    """Whether ``image``'s registry has its manifest, asked anonymously (token flow where it needs one)."""
-    url = f"{registry_base_url(image.registry)}/v2/{image.repository}/manifests/{image.manifest_reference}"
+def _head_with_token(url: str, repository: str, timeout: float) -> tuple[int, Message]:
+    """HEAD ``url``; on a bearer challenge, once more with the anonymous token it leads to."""
     headers = {"Accept": ", ".join(MANIFEST_TYPES)}
+    status, answer_headers, _ = _request(url, "HEAD", headers, timeout)
+    challenge = answer_headers.get("WWW-Authenticate", "") if status == 401 else ""
+    token = _anonymous_token(challenge, repository, timeout) if challenge else None
+    if token is not None:
+        status, answer_headers, _ = _request(
+            url, "HEAD", {**headers, "Authorization": f"Bearer {token}"}, timeout
+        )
+    return status, answer_headers
+
+
+def head_manifest(image: ImageReference, *, timeout: float = 10.0) -> RegistryAnswer:
+    """Whether ``image``'s registry has its manifest, asked anonymously (token flow where it needs one).
+
+    Redirects (registry.k8s.io sends every request to a regional mirror) are followed as HEAD requests, and each
+    host's challenge is answered with that host's token.
+    """
+    url = f"{registry_base_url(image.registry)}/v2/{image.repository}/manifests/{image.manifest_reference}"
     try:
-        status, answer_headers, _ = _request(url, "HEAD", headers, timeout)
-        challenge = answer_headers.get("WWW-Authenticate", "") if status == 401 else ""
-        if challenge:
-            token = _anonymous_token(challenge, image.repository, timeout)
-            if token is not None:
-                status, answer_headers, _ = _request(
-                    url, "HEAD", {**headers, "Authorization": f"Bearer {token}"}, timeout
-                )
+        for _ in range(_MAX_REDIRECTS + 1):
+            status, headers = _head_with_token(url, image.repository, timeout)
+            location = headers.get("Location")
+            if status not in _REDIRECTS or not location:
+                return RegistryAnswer(status, headers.get("Docker-Content-Digest"))
+            url = urllib.parse.urljoin(url, location)
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         return RegistryAnswer(None, error=f"{type(error).__name__}: {reason}")
-    return RegistryAnswer(status, answer_headers.get("Docker-Content-Digest"))
+    return RegistryAnswer(None, error=f"more than {_MAX_REDIRECTS} redirects")

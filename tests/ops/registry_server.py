@@ -23,6 +23,9 @@ class RegistryState:
     manifests: dict[tuple[str, str], str] = field(default_factory=dict)
     auth: Auth = "anonymous-token"
     status_override: int | None = None
+    redirect_to: str | None = (
+        None  # base URL every manifest request is sent on to (307), like registry.k8s.io
+    )
     service: str = "loopback-registry"
     announced_service: str | None = None  # what the challenge names; default: service
     token: str = field(default_factory=lambda: secrets.token_hex(8))
@@ -61,6 +64,9 @@ def _handler(state: RegistryState) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self) -> None:  # the manifest
             state.requests.append(("HEAD", self.path, dict(self.headers)))
             repository, _, reference = self.path.removeprefix("/v2/").partition("/manifests/")
+            if state.redirect_to is not None:
+                self._send(307, {"Location": f"{state.redirect_to}{self.path}"})
+                return
             if state.auth == "basic":
                 self._send(401, {"WWW-Authenticate": 'Basic realm="private"'})
                 return

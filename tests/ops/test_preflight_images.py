@@ -240,6 +240,25 @@ def test_a_registry_without_authentication_is_asked_once(
     assert [method for method, _, _ in registry.requests] == ["HEAD"]
 
 
+def test_a_redirect_is_followed_as_head_with_the_mirrors_own_token(
+    clients: StubClients, registry: RegistryState
+) -> None:
+    with loopback_registry(RegistryState(auth="none", redirect_to=f"http://{registry.host}")) as front:
+        result = check_image(clients, _need(front))
+    assert result.status == "pass" and result.detail.startswith(f"manifest found ({DIGEST})")
+    assert [method for method, _, _ in front.requests] == ["HEAD"]
+    assert [method for method, _, _ in registry.requests] == ["HEAD", "GET", "HEAD"]
+
+
+def test_a_redirect_loop_is_unchecked(clients: StubClients) -> None:
+    loop = RegistryState(auth="none")
+    with loopback_registry(loop):
+        loop.redirect_to = f"http://{loop.host}"
+        result = check_image(clients, _need(loop))
+    assert result.status == "warn" and result.detail.endswith("(more than 5 redirects)")
+    assert len(loop.requests) == 6
+
+
 def test_a_missing_tag_fails_naming_the_setting(clients: StubClients, registry: RegistryState) -> None:
     result = check_image(clients, _need(registry, "org/model-server:v9"))
     assert result.status == "fail"
