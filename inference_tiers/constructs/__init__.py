@@ -42,6 +42,8 @@ from inference_tiers.constructs.eks import (
     EfaNodeGroup,
     EksCluster,
     GpuDevicePlugins,
+    InferenceGateway,
+    ServiceBackend,
 )
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
@@ -102,6 +104,7 @@ __all__ = [
     "GatewayMonitoring",
     "Geography",
     "GpuDevicePlugins",
+    "InferenceGateway",
     "Guardrail",
     "GuardrailAction",
     "GuardrailTier",
@@ -133,6 +136,7 @@ __all__ = [
     "SageMakerLlmEndpoint",
     "SageMakerTarget",
     "ScalingOptions",
+    "ServiceBackend",
     "WordFilter",
     "invoke_statements",
 ]
