@@ -59,6 +59,13 @@ KATA_OVERHEAD: Mapping[str, Mapping[str, str]] = {
 }
 KATA_SHIMS: tuple[KataShim, ...] = ("qemu-runtime-rs", "clh-runtime-rs")
 
+
+def kata_overhead(shim: str) -> tuple[int, int]:
+    """``shim``'s pod overhead as (CPU millicores, memory MiB)."""
+    overhead = KATA_OVERHEAD[shim]
+    return int(overhead["cpu"].removesuffix("m")), int(overhead["memory"].removesuffix("Mi"))
+
+
 # Instance families whose virtual sizes support CpuOptions.NestedVirtualization (EC2, February 2026).
 NESTED_VIRTUALIZATION_FAMILIES = (
     "c8i",

@@ -4,14 +4,22 @@ One stack, ``InferenceTiers-AgentSandbox``: a VPC (private subnets, flow logs) a
 base (private API endpoint, pinned add-ons) whose system node group is the *core* pool: the platform
 controllers run there, and never a sandbox. Karpenter provisions the Kata sandbox nodes (nested
 virtualization on C8i/M8i/R8i, or bare metal), kata-deploy installs Kata Containers on them, and one
-RuntimeClass sends sandbox pods there (``KataSandboxNodes``).
+RuntimeClass sends sandbox pods there (``KataSandboxNodes``). The agent-sandbox controller runs on the core
+nodes; every tenant of the typed ``tenants`` setting gets its namespace, quota, default-deny networking, a
+SandboxTemplate and warm pool, and a Pod Identity role with no permissions (``SandboxTenant``). A
+ValidatingAdmissionPolicy keeps every pod in a tenant namespace on Kata, without an API token or privilege
+escalation, and every claim with a shutdown time.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from inference_tiers.config import (
@@ -24,7 +32,9 @@ from inference_tiers.config import (
     integer,
     ipv4_cidr,
     items,
+    mapping,
     optional,
+    pinned_image,
     setting,
     text,
 )
@@ -37,9 +47,12 @@ from inference_tiers.constructs.eks.cluster import (
     KUBERNETES_VERSION,
     PRINCIPAL_ARN_PATTERN,
     EksCluster,
+    as_cluster_ref,
 )
+from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
+from inference_tiers.constructs.sandbox.tenant import SandboxTenant
 from inference_tiers.k8s.sandbox_nodes import (
     KATA_SHIMS,
     METAL_FAMILIES,
@@ -49,6 +62,13 @@ from inference_tiers.k8s.sandbox_nodes import (
     NodeArguments,
     NodeMode,
     SandboxNodesSpec,
+    kata_overhead,
+)
+from inference_tiers.k8s.sandbox_tenancy import (
+    TenancySpec,
+    TenantSpec,
+    admission_policy,
+    claim_command,
 )
 from inference_tiers.tier import Tier
 from inference_tiers.validation import ArgumentError
@@ -59,6 +79,23 @@ STACK_NAME = "InferenceTiers-AgentSandbox"
 # The core pool runs Karpenter, the sandbox controller and CoreDNS (and the gateway/observability agents when
 # present): x86 general-purpose nodes, never sandbox pods.
 _CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
+_TENANT_NAME = r"[a-z]([-a-z0-9]{0,28}[a-z0-9])?"
+TENANT_FIELDS = (
+    "max_sandboxes",
+    "cpu_millicores",
+    "memory_mib",
+    "scratch_mib",
+    "warm_pool",
+    "egress",
+    "image",
+)
+
+
+def tenant_object(key: str, raw: Any) -> dict[str, Any]:
+    """A tenant's JSON object: only known keys (values are checked by TenantSpec, reported by key)."""
+    if not isinstance(raw, dict) or not set(raw) <= set(TENANT_FIELDS):
+        raise ConfigError(key, raw, "a JSON object whose keys are among " + ", ".join(TENANT_FIELDS))
+    return dict(raw)
 
 
 @dataclass(frozen=True)
@@ -109,12 +146,65 @@ class AgentSandboxSettings:
         "AL2023 EKS AMI of the sandbox nodes; pin al2023@vYYYYMMDD in production",
     )
 
+    tenants: dict[str, dict[str, Any]] = setting(
+        mapping(tenant_object, key_pattern=_TENANT_NAME, max_items=50),
+        "tenant name -> {max_sandboxes, cpu_millicores, memory_mib, scratch_mib, warm_pool, egress: [CIDR:port], "
+        "image}; each gets namespace sandbox-<name>",
+    )
+    model_gateway_url: str | None = setting(
+        optional(text(description="an http(s) URL", max_length=512)),
+        "the model gateway sandboxes may call (MODEL_GATEWAY_URL); null: none",
+    )
+    model_gateway_cidrs: tuple[str, ...] = setting(
+        items(ipv4_cidr(), max_items=16),
+        "the addresses the model gateway resolves to (NetworkPolicies match addresses, not names)",
+    )
+    sandbox_image: str = setting(pinned_image(), "default sandbox container image (pinned tag or digest)")
+    sandbox_command: tuple[str, ...] = setting(
+        items(text(max_length=1024), max_items=32), "sandbox container command; empty: the image's entrypoint"
+    )
+    claim_ttl_minutes: int = setting(
+        integer(5, 10080), "lifetime of a sandbox claimed with the SandboxClaimExample output"
+    )
+    controller_chart_dir: str | None = setting(
+        optional(text(max_length=1024)),
+        "the agent-sandbox chart fetched by assets/sandbox/fetch-agent-sandbox-chart.sh; null: a placeholder "
+        "that stops the deploy with instructions",
+    )
+
     def __post_init__(self) -> None:
-        # The node spec makes the cross-field checks (families that fit the node mode); report them by key.
+        # The specs make the remaining checks (families that fit the node mode, tenant values, the gateway URL);
+        # report them by context key.
         try:
             self.nodes_spec()
         except ArgumentError as error:
             raise ConfigError(f"{TIER_NAME}.{error.param}", error.value, error.accepted) from None
+        try:
+            self.tenancy_spec()
+        except ArgumentError as error:
+            raise ConfigError(f"{TIER_NAME}.{error.param}", error.value, error.accepted) from None
+        if not self.tenants:
+            raise ConfigError(f"{TIER_NAME}.tenants", {}, "at least one tenant")
+        for name, values in self.tenants.items():
+            try:
+                TenantSpec(name=name, **values)
+            except ArgumentError as error:
+                raise ConfigError(
+                    f"{TIER_NAME}.tenants.{name}.{error.param}", error.value, error.accepted
+                ) from None
+
+    def tenancy_spec(self) -> TenancySpec:
+        cpu, memory = kata_overhead(self.kata_shim)
+        return TenancySpec(
+            runtime_class_name=f"kata-{self.kata_shim}",
+            overhead_cpu_millicores=cpu,
+            overhead_memory_mib=memory,
+            model_gateway_url=self.model_gateway_url,
+            model_gateway_cidrs=self.model_gateway_cidrs,
+            image=self.sandbox_image,
+            command=self.sandbox_command,
+            owner=STACK_NAME,
+        )
 
     def nodes_spec(self) -> SandboxNodesSpec:
         return SandboxNodesSpec(**self.node_arguments(), owner=STACK_NAME)
@@ -144,7 +234,7 @@ class AgentSandboxSettings:
 
 
 class AgentSandboxStack(Stack):
-    """EKS with a core node group, Karpenter and Kata sandbox nodes."""
+    """EKS with a core node group, Karpenter, Kata sandbox nodes, the agent-sandbox controller and tenants."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AgentSandboxSettings) -> None:
         super().__init__(
@@ -183,6 +273,50 @@ class AgentSandboxStack(Stack):
             subnets=self.vpc.private_subnets,
             **settings.node_arguments(),
         )
+        # NetworkPolicies are enforced only once the VPC CNI runs its network policy agent. Standard mode, not
+        # strict: strict denies every pod that no policy selects, cluster-wide (CoreDNS, Karpenter included).
+        vpc_cni = self.eks.addons["vpc-cni"].node.default_child
+        assert isinstance(vpc_cni, eks.CfnAddon)
+        vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
+
+        self.controller = AgentSandboxController(
+            self,
+            "SandboxController",
+            cluster=cluster,
+            chart_directory=Path(settings.controller_chart_dir) if settings.controller_chart_dir else None,
+        )
+        tenancy = settings.tenancy_spec()
+        self.admission_policy = eks.KubernetesManifest(
+            self,
+            "TenantAdmissionPolicy",
+            cluster=as_cluster_ref(cluster),
+            manifest=admission_policy(tenancy.runtime_class_name),
+        )
+        self.tenants: dict[str, SandboxTenant] = {}
+        for name, values in settings.tenants.items():
+            tenant = SandboxTenant(
+                self,
+                f"Tenant-{name}",
+                cluster=cluster,
+                controller=self.controller,
+                tenancy=tenancy,
+                name=name,
+                **values,
+            )
+            # The first sandbox must meet the runtime class, the admission policy and enforced NetworkPolicies.
+            tenant.manifest.node.add_dependency(
+                self.kata.runtime_class_manifest, self.admission_policy, vpc_cni
+            )
+            self.tenants[name] = tenant
+
+        first = next(iter(self.tenants.values()))
+        CfnOutput(
+            self,
+            "SandboxClaimExample",
+            description=f"claims one sandbox of tenant {first.spec.name} for {settings.claim_ttl_minutes} minutes",
+            value=claim_command(first.spec, settings.claim_ttl_minutes),
+        )
+        CfnOutput(self, "TenantNamespaces", value=",".join(t.namespace for t in self.tenants.values()))
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
         CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
 

@@ -28,11 +28,31 @@ from tests.ops.helpers import StubClients
         ("agent-sandbox.consolidate_after_minutes", "1", "an integer from 2 to 1440"),
         ("agent-sandbox.root_volume_gib", "20", "an integer from 30 to 16384"),
         ("agent-sandbox.ami_alias", "al2023@2026", r"al2023@latest or al2023@vYYYYMMDD"),
+        ("agent-sandbox.tenants", '{"Team A": {}}', "keys match"),
+        ("agent-sandbox.tenants", '{"a": {"gpus": 1}}', "keys are among max_sandboxes"),
+        ("agent-sandbox.tenants", "{}", "at least one tenant"),
+        ("agent-sandbox.tenants", '{"a": {"warm_pool": 20}}', "from 0 to 10"),
+        ("agent-sandbox.tenants", '{"a": {"egress": ["169.254.169.254/32:80"]}}', "instance metadata"),
+        ("agent-sandbox.model_gateway_url", "ftp://gw", "an http"),
+        ("agent-sandbox.sandbox_image", "python:latest", "pinned tag"),
+        ("agent-sandbox.claim_ttl_minutes", "0", "an integer from 5 to 10080"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
     with pytest.raises(ConfigError, match=rf"context key '{key}[^']*': got .*expected .*({accepted})"):
         make_app(tier="agent-sandbox", **{key: value})
+
+
+def test_tenant_errors_name_the_tenant_and_field() -> None:
+    with pytest.raises(ConfigError, match=r"'agent-sandbox.tenants.a.egress\[0\]': got '10.0.0.0/8'"):
+        make_app(tier="agent-sandbox", **{"agent-sandbox.tenants": {"a": {"egress": ["10.0.0.0/8"]}}})
+
+
+def test_gateway_cidrs_without_a_gateway_url_name_the_key() -> None:
+    with pytest.raises(
+        ConfigError, match=r"'agent-sandbox.model_gateway_cidrs': .*empty without model_gateway_url"
+    ):
+        make_app(tier="agent-sandbox", **{"agent-sandbox.model_gateway_cidrs": ["10.60.0.0/24"]})
 
 
 @pytest.mark.parametrize(

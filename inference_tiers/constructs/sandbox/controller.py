@@ -1,0 +1,110 @@
+"""The agent-sandbox controller (kubernetes-sigs/agent-sandbox, pinned release) with its extensions.
+
+The chart is not published to a chart repository, so it is installed from a local copy that
+``inference_tiers/assets/sandbox/fetch-agent-sandbox-chart.sh`` fetches at the pinned commit (uploaded as an
+S3 asset). Without one, a placeholder chart is installed whose rendering fails with those instructions: the
+stack still synthesizes offline, and a deploy stops at the controller with an actionable message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from aws_cdk import Duration
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL, as_cluster_ref
+from inference_tiers.k8s.sandbox_tenancy import AGENT_SANDBOX_NAMESPACE, controller_values
+from inference_tiers.validation import Args
+
+FETCH_SCRIPT = ASSETS_DIR / "sandbox" / "fetch-agent-sandbox-chart.sh"
+MISSING_CHART_PLACEHOLDER = ASSETS_DIR / "sandbox" / "agent-sandbox-chart-missing"
+CHART_NAME = "agent-sandbox"
+
+
+class AgentSandboxController(Construct):
+    """Installs the agent-sandbox controller (Sandbox, SandboxTemplate, SandboxWarmPool, SandboxClaim) on the
+    core nodes, in ``agent-sandbox-system``.
+
+    Attributes: ``chart`` (``HelmChart``; make every agent-sandbox object depend on it: the chart installs the
+    CRDs and the conversion webhook), ``asset`` (the chart's S3 asset), ``fetched`` (False when the placeholder
+    chart stands in).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.Cluster,
+        chart_directory: Path | None = None,
+        node_selector: Mapping[str, str] | None = None,
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (with a kubectl provider).
+        :param chart_directory: the fetched ``helm/`` directory of agent-sandbox (output of the fetch script).
+            Default: none; a placeholder chart that fails at deploy with instructions.
+        :param node_selector: where the controller runs. Default: the core nodes.
+        """
+        super().__init__(scope, construct_id)
+        args = Args("AgentSandboxController")
+        args.implements("cluster", cluster, eks.ICluster)
+        if chart_directory is not None:
+            args.instance("chart_directory", chart_directory, Path, "a pathlib.Path of the fetched chart")
+            _check_chart_directory(args, chart_directory)
+        selector = args.mapping(
+            "node_selector",
+            {SYSTEM_NODE_LABEL: "system"} if node_selector is None else node_selector,
+            lambda name, value: args.text(name, value, max_length=63, allow_token=False),
+        )
+        self.fetched = chart_directory is not None
+        self.asset = s3_assets.Asset(
+            self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER)
+        )
+        self.chart = eks.HelmChart(
+            self,
+            "Chart",
+            cluster=as_cluster_ref(cluster),
+            chart_asset=self.asset,
+            release=CHART_NAME,
+            namespace=AGENT_SANDBOX_NAMESPACE,
+            create_namespace=True,
+            values=controller_values(selector),
+            wait=True,
+            timeout=Duration.minutes(10),
+        )
+        provider = cluster.kubectl_provider
+        assert provider is not None
+        for finding in (
+            "Action::s3:GetBucket*",
+            "Action::s3:GetObject*",
+            "Action::s3:List*",
+            "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+        ):
+            acknowledge(
+                provider,
+                f"AwsSolutions-IAM5[{finding}]",
+                "Asset.grant_read lets the kubectl handler download the agent-sandbox chart from the CDK bootstrap "
+                "asset bucket, read-only",
+            )
+
+
+def _check_chart_directory(args: Args, directory: Path) -> None:
+    how = f"the helm/ directory that {FETCH_SCRIPT.name} (inference_tiers/assets/sandbox/) copies"
+    chart_yaml = directory / "Chart.yaml"
+    try:
+        metadata = yaml.safe_load(chart_yaml.read_text()) if chart_yaml.is_file() else None
+    except OSError:
+        metadata = None
+    if not isinstance(metadata, dict) or metadata.get("name") != CHART_NAME:
+        raise args.error(
+            "chart_directory", str(directory), f"a directory with the {CHART_NAME} chart ({how})"
+        )
+    if not any((directory / "crds").glob("*.yaml")):
+        raise args.error("chart_directory", str(directory), f"the chart with its crds/ folder ({how})")

@@ -1,0 +1,97 @@
+"""One sandbox tenant: its namespace and objects (see :mod:`inference_tiers.k8s.sandbox_tenancy`) and an IAM
+role for its sandboxes through EKS Pod Identity, with no permissions until you grant some."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
+
+from inference_tiers.constructs.eks.cluster import as_cluster_ref
+from inference_tiers.constructs.sandbox.controller import AgentSandboxController
+from inference_tiers.constructs.sandbox.identity import PodIdentityRole
+from inference_tiers.k8s.sandbox_tenancy import (
+    SANDBOX_SERVICE_ACCOUNT,
+    TenancySpec,
+    TenantSpec,
+    namespace,
+    tenant_manifests,
+)
+from inference_tiers.validation import Args
+
+
+class SandboxTenant(Construct):
+    """A tenant namespace with quota, limits, default-deny networking, a sandbox template and a warm pool.
+
+    Attributes: ``spec`` (``TenantSpec``), ``namespace`` (its name), ``role`` (the sandboxes' ``iam.Role``: grant
+    it what the tenant's sandboxes may call), ``namespace_manifest``, ``manifest`` (everything in it).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.Cluster,
+        controller: AgentSandboxController,
+        tenancy: TenancySpec,
+        name: str,
+        max_sandboxes: int = 10,
+        cpu_millicores: int = 1000,
+        memory_mib: int = 2048,
+        scratch_mib: int = 4096,
+        warm_pool: int = 0,
+        egress: Sequence[str] = (),
+        image: str | None = None,
+    ) -> None:
+        """
+        :param cluster: the EKS cluster (with a kubectl provider and the Pod Identity agent).
+        :param controller: the agent-sandbox controller whose CRDs the template and pool need.
+        :param tenancy: what all tenants share (runtime class and its overhead, model gateway, image).
+        :param name: tenant name; the namespace is ``sandbox-<name>``.
+        :param max_sandboxes: sandboxes at once, warm ones included. Default: 10.
+        :param cpu_millicores: CPU of one sandbox. Default: 1000.
+        :param memory_mib: memory of one sandbox. Default: 2048.
+        :param scratch_mib: size of each scratch emptyDir. Default: 4096.
+        :param warm_pool: started, unclaimed sandboxes kept ready. Default: 0.
+        :param egress: extra ``CIDR:port`` destinations. Default: none.
+        :param image: the tenant's sandbox image. Default: the tenancy's.
+        """
+        super().__init__(scope, construct_id)
+        args = Args("SandboxTenant")
+        args.implements("cluster", cluster, eks.ICluster)
+        args.instance("controller", controller, AgentSandboxController)
+        args.instance("tenancy", tenancy, TenancySpec)
+        self.spec = TenantSpec(
+            name=name,
+            max_sandboxes=max_sandboxes,
+            cpu_millicores=cpu_millicores,
+            memory_mib=memory_mib,
+            scratch_mib=scratch_mib,
+            warm_pool=warm_pool,
+            egress=egress,
+            image=image,
+            owner=args.owner,
+        )
+        self.namespace = self.spec.namespace
+        ref = as_cluster_ref(cluster)
+        self.namespace_manifest = eks.KubernetesManifest(
+            self, "Namespace", cluster=ref, manifest=[namespace(self.spec)]
+        )
+        self.manifest = eks.KubernetesManifest(
+            self, "Objects", cluster=ref, manifest=tenant_manifests(self.spec, tenancy)
+        )
+        self.manifest.node.add_dependency(self.namespace_manifest)
+        self.manifest.node.add_dependency(controller.chart)
+        self.identity = PodIdentityRole(
+            self,
+            "Identity",
+            cluster=ref,
+            namespace=self.namespace,
+            service_account=SANDBOX_SERVICE_ACCOUNT,
+            description=f"Sandboxes of tenant {self.spec.name}: no permissions unless granted",
+        )
+        self.role = self.identity.role
+        # The association must exist before the first sandbox pod, or that pod starts without credentials.
+        self.manifest.node.add_dependency(self.identity.association)
