@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -311,74 +309,3 @@ def test_the_stack_module_imports_on_its_own() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["bedrock", "BedrockStack"]
-
-
-def test_constructs_import_into_another_apps_own_stack() -> None:
-    """The README example (tier 1): a guardrail and enforced invoke access in someone else's stack."""
-    from inference_tiers.constructs import (
-        ContentFilter,
-        ContentFilterType,
-        CrossRegionProfile,
-        DeniedTopic,
-        FilterStrength,
-        Geography,
-        Guardrail,
-        ModelInvokeAccess,
-    )
-
-    app = cdk.App()
-    stack = cdk.Stack(app, "MyServiceStack")
-    guardrail = Guardrail(
-        stack,
-        "Guardrail",
-        denied_topics=[
-            DeniedTopic(name="Investment advice", definition="Recommendations to buy or sell securities.")
-        ],
-        content_filters=[
-            ContentFilter(
-                type=ContentFilterType.HATE,
-                input_strength=FilterStrength.HIGH,
-                output_strength=FilterStrength.HIGH,
-            ),
-            ContentFilter(
-                type=ContentFilterType.PROMPT_ATTACK,
-                input_strength=FilterStrength.HIGH,
-                output_strength=FilterStrength.NONE,
-            ),
-        ],
-    )
-    role = iam.Role(stack, "ServiceRole", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
-    access = ModelInvokeAccess(
-        stack,
-        "BedrockAccess",
-        grantee=role,
-        model=CrossRegionProfile(model_id="amazon.nova-2-lite-v1:0", geography=Geography.EU),
-        guardrail=guardrail,
-    )
-    template = Template.from_stack(stack)
-    template.resource_count_is("AWS::Bedrock::Guardrail", 1)
-    template.resource_count_is("AWS::Bedrock::GuardrailVersion", 1)
-    template.has_resource_properties(
-        "AWS::IAM::Policy",
-        {
-            "Roles": [stack.resolve(role.role_name)],
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
-                        Match.object_like(
-                            {
-                                "Effect": "Deny",
-                                "Condition": {
-                                    "StringNotEquals": {
-                                        "bedrock:GuardrailIdentifier": stack.resolve(guardrail.versioned_arn)
-                                    }
-                                },
-                            }
-                        )
-                    ]
-                )
-            },
-        },
-    )
-    assert access.model_id == "eu.amazon.nova-2-lite-v1:0"
-    assert cfn_lint_errors(template.to_json()) == []
