@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from inference_tiers.instance_types import gpu_instance_type
+from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
+from inference_tiers.k8s.allocatable import Resources, node_allocatable
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 KIND = "InferenceEndpointConfig"
@@ -24,9 +25,27 @@ MODEL_MOUNT_PATH = "/opt/ml/model"
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?")
 # SageMaker endpoint names (CreateEndpoint).
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-# Share of a node's CPU and memory (per GPU used) a model pod requests; the rest is left to the daemon sets
-# HyperPod runs on every node (health agent, device plugins, CSI node pods, observability collectors).
-_POD_SHARE = 0.8
+# What the DaemonSets on every HyperPod GPU node request, taken off the node's allocatable before model pods
+# share the rest. Figures marked "budget" are allowances, not requests read from a pinned chart: the HyperPod
+# dependency chart, the CSI node plugins and the observability add-on publish no requests for these builds.
+HYPERPOD_NODE_DAEMONSETS: Mapping[str, Resources] = {
+    "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
+    "kube-proxy (EKS add-on; 100m as deployed)": Resources(cpu_millicores=100),
+    "eks-pod-identity-agent (chart: none)": Resources(),
+    "aws-efa-k8s-device-plugin (chart v0.5.30)": Resources(cpu_millicores=10, memory_mib=20),
+    "nvidia-device-plugin (chart 0.19.3: none)": Resources(),
+    "health-monitoring-agent (HyperPod dependency chart; budget)": Resources(
+        cpu_millicores=250, memory_mib=256
+    ),
+    "s3-csi-node (Mountpoint for S3 add-on; budget)": Resources(cpu_millicores=100, memory_mib=128),
+    "fsx-csi-node (FSx CSI add-on; budget)": Resources(cpu_millicores=100, memory_mib=128),
+    "observability collectors (node, DCGM and EFA exporters, OTel; budget)": Resources(
+        cpu_millicores=600, memory_mib=768
+    ),
+}
+# The operator adds containers of its own to each model pod (the request-limit proxy, the metrics sidecar).
+OPERATOR_POD_OVERHEAD = Resources(cpu_millicores=250, memory_mib=256)
+"""Budget for the containers the operator injects into every model pod (not read from a pinned source)."""
 
 
 @dataclass(frozen=True)
@@ -260,6 +279,9 @@ class InferenceEndpoint:
     request_limits: RequestLimits | None = None
     autoscaling: AutoScaling | None = None
     max_deploy_time_seconds: int = 3600
+    threads_per_core: int = 1
+    """Threads per core of the instance group (``HyperPodInstanceGroup.threads_per_core``): 1 halves the CPUs
+    the node exposes, and the CPU request follows."""
 
     def __post_init__(self) -> None:
         if not _K8S_NAME.fullmatch(self.name):
@@ -309,18 +331,64 @@ class InferenceEndpoint:
             )
         if self.replicas < 1:
             raise ValueError(f"replicas: got {self.replicas}; expected 1 or more")
+        if self.threads_per_core not in (1, 2):
+            raise ValueError(f"threads_per_core: got {self.threads_per_core!r}; expected 1 or 2")
+        for instance_type in self.instance_types:
+            facts = gpu_instance_type(instance_type, key="instance_types", sagemaker=True)
+            share = model_pod_share(facts, self.worker.tensor_parallel_size, self.threads_per_core)
+            if share.cpu_millicores < 1000 or share.memory_mib < 1024:
+                raise ValueError(
+                    f"instance_types: {instance_type} with threads_per_core={self.threads_per_core} leaves a "
+                    f"model pod of tensor_parallel_size {self.worker.tensor_parallel_size} "
+                    f"{share.cpu_millicores}m CPU and {share.memory_mib} MiB after kubelet and the system "
+                    "DaemonSets; expected at least 1 CPU and 1 GiB: use threads_per_core=2, a larger tensor "
+                    "parallelism or a larger instance type"
+                )
 
     def resources(self) -> dict[str, Any]:
-        """GPUs = tensor parallelism; CPU and memory: the same share of the smallest candidate node."""
+        """GPUs = tensor parallelism; CPU and memory: this pod's share of what the smallest candidate node
+        leaves after kubelet's reservations, the system DaemonSets and the operator's own containers.
+
+        A node of ``g`` GPUs runs ``g // tp`` such pods, so each gets ``tp / g`` of that remainder: CPUs from
+        the cores and threads the instance group really runs (``threads_per_core``), never the nominal vCPUs.
+        """
         tp = self.worker.tensor_parallel_size
-        facts = [gpu_instance_type(t, key="instance_types", sagemaker=True) for t in self.instance_types]
-        cpu = min(int(f.vcpus * tp / f.gpus * _POD_SHARE) for f in facts)
-        memory = min(int(f.memory_gib * tp / f.gpus * _POD_SHARE) for f in facts)
+        shares = [
+            model_pod_share(
+                gpu_instance_type(t, key="instance_types", sagemaker=True), tp, self.threads_per_core
+            )
+            for t in self.instance_types
+        ]
+        cpu_cores = min(s.cpu_millicores for s in shares) // 1000
+        memory_gib = min(s.memory_mib for s in shares) // 1024
         gpu = str(tp)
         return {
-            "requests": {"cpu": str(cpu), "memory": f"{memory}Gi", "nvidia.com/gpu": gpu},
+            "requests": {"cpu": str(cpu_cores), "memory": f"{memory_gib}Gi", "nvidia.com/gpu": gpu},
             "limits": {"nvidia.com/gpu": gpu},
         }
+
+
+def hyperpod_node_available(instance: GpuInstanceType, threads_per_core: int) -> Resources:
+    """What model pods may request on one HyperPod node: allocatable minus the system DaemonSets."""
+    allocatable = node_allocatable(instance, threads_per_core=threads_per_core)
+    reserved = sum(HYPERPOD_NODE_DAEMONSETS.values(), Resources())
+    return Resources(
+        cpu_millicores=allocatable.cpu_millicores - reserved.cpu_millicores,
+        memory_mib=allocatable.memory_mib - reserved.memory_mib,
+        hugepages_2mi_mib=allocatable.hugepages_2mi_mib - reserved.hugepages_2mi_mib,
+        gpus=allocatable.gpus,
+        efa=allocatable.efa,
+    )
+
+
+def model_pod_share(instance: GpuInstanceType, tp: int, threads_per_core: int) -> Resources:
+    """CPU and memory one model container of ``tp`` GPUs may request so that ``gpus // tp`` pods, each with
+    the operator's injected containers, fit one node (GPU, EFA and huge pages are not part of the share)."""
+    available = hyperpod_node_available(instance, threads_per_core)
+    return Resources(
+        cpu_millicores=available.cpu_millicores * tp // instance.gpus - OPERATOR_POD_OVERHEAD.cpu_millicores,
+        memory_mib=available.memory_mib * tp // instance.gpus - OPERATOR_POD_OVERHEAD.memory_mib,
+    )
 
 
 def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, Any]:

@@ -414,6 +414,7 @@ class HyperPodStack(Stack):
             replicas=max(1, settings.min_replicas),
             request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
             autoscaling=AutoScaling(settings.min_replicas, settings.max_replicas, trigger),
+            threads_per_core=settings.threads_per_core,
         )
 
     def _dashboard(self) -> cloudwatch.Dashboard:

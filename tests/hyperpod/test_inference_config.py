@@ -89,9 +89,12 @@ def test_worker_matches_vllm_and_the_instance() -> None:
     assert args[args.index("--port") + 1] == "8000"
     assert args[args.index("--model") + 1] == worker["modelVolumeMount"]["mountPath"] == "/opt/ml/model"
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == "8"
-    # 80 % of a p5 (192 vCPU, 2048 GiB) for a pod using all 8 GPUs
-    assert worker["resources"]["requests"]["cpu"] == "153"
-    assert worker["resources"]["requests"]["memory"] == "1638Gi"
+    # A p5 with one thread per core (the default) exposes 96 CPUs, not 192: minus kubelet's 310m, the
+    # DaemonSets' 1185m and the operator's 250m, 94 whole cores. Memory: 2048 GiB less 7.5 % kernel overhead,
+    # kube-reserved (11 MiB x 100 pods + 255), eviction (100 MiB), huge pages (10256 MiB), DaemonSets
+    # (1300 MiB) and the operator's 256 MiB: 1881 GiB.
+    assert worker["resources"]["requests"]["cpu"] == "94"
+    assert worker["resources"]["requests"]["memory"] == "1881Gi"
     assert worker["requestLimits"] == {
         "maxConcurrentRequests": 64,
         "maxQueueSize": 128,
@@ -116,9 +119,9 @@ def test_priority_list_uses_instance_types_and_sizes_for_the_smallest() -> None:
     spec = render_inference_endpoint_config(VARIANTS["priority-list"])["spec"]
     assert "instanceType" not in spec
     assert spec["instanceTypes"] == ["ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p4de.24xlarge"]
-    # p4de has 96 vCPUs and 1152 GiB: the request must fit there too
-    assert spec["worker"]["resources"]["requests"]["cpu"] == "76"
-    assert spec["worker"]["resources"]["requests"]["memory"] == "921Gi"
+    # p4de has 96 vCPUs (48 cores at one thread per core) and 1152 GiB: the request must fit there too
+    assert spec["worker"]["resources"]["requests"]["cpu"] == "46"
+    assert spec["worker"]["resources"]["requests"]["memory"] == "1045Gi"
 
 
 def test_tensor_parallelism_above_the_instance_gpus_is_rejected() -> None:
