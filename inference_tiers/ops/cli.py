@@ -1,4 +1,4 @@
-"""The ``inference-tiers`` console script: ``advise``, ``preflight``, ``smoke`` and ``gateway keys``.
+"""The ``inference-tiers`` console script: ``advise``, ``preflight``, ``smoke``, ``gateway keys`` and ``dashboards``.
 
 Exit codes (stable, for scripts):
 
@@ -218,6 +218,37 @@ def _gateway_keys(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- dashboards ---------------------------------------------------------------------------------------------
+
+
+def _dashboards_push(args: argparse.Namespace) -> int:
+    from inference_tiers.ops import dashboards
+
+    if bool(args.grafana_url) == bool(args.grafana_workspace):
+        raise ValueError("dashboards push: pass exactly one of --grafana-url or --grafana-workspace")
+    if args.grafana_url:
+        pushed = dashboards.push(
+            args.grafana_url,
+            os.environ.get("GRAFANA_TOKEN", ""),
+            folder_uid=args.folder_uid,
+            timeout=args.timeout,
+            ca_bundle=args.ca_bundle,
+        )
+    else:
+        with dashboards.workspace_token(_session(args), args.grafana_workspace) as (url, token):
+            pushed = dashboards.push(url, token, folder_uid=args.folder_uid, timeout=args.timeout)
+    print(report.dumps(pushed) if args.json else "\n".join(f"{p['file']}: {p['url']}" for p in pushed))
+    return EXIT_OK
+
+
+def _dashboards_export(args: argparse.Namespace) -> int:
+    from inference_tiers.ops import dashboards
+
+    for path in dashboards.export(args.out):
+        print(path)
+    return EXIT_OK
+
+
 # --- parser -------------------------------------------------------------------------------------------------
 
 
@@ -318,6 +349,25 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--profile", help="AWS named profile")
     k.add_argument("--json", action="store_true", help="machine-readable output")
     k.set_defaults(handler=_gateway_keys)
+    d = sub.add_parser("dashboards", help="the Grafana dashboards of every tier")
+    dsub = d.add_subparsers(dest="dashboards_command", required=True)
+    push = dsub.add_parser(
+        "push", help="import them into a Grafana (token in GRAFANA_TOKEN) or an AMG workspace"
+    )
+    push.add_argument(
+        "--grafana-url", help="any Grafana, e.g. https://grafana.example (token: GRAFANA_TOKEN)"
+    )
+    push.add_argument("--grafana-workspace", help="an Amazon Managed Grafana workspace id (g-...)")
+    push.add_argument("--folder-uid", help="Grafana folder to put them in (default: General)")
+    push.add_argument("--ca-bundle", help="CA bundle to verify the Grafana certificate")
+    push.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds")
+    push.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
+    push.add_argument("--profile", help="AWS named profile")
+    push.add_argument("--json", action="store_true", help="machine-readable output")
+    push.set_defaults(handler=_dashboards_push)
+    exp = dsub.add_parser("export", help="write them as JSON files to import by hand")
+    exp.add_argument("--out", type=Path, required=True, help="folder to write <uid>.json files into")
+    exp.set_defaults(handler=_dashboards_export)
     return parser
 
 

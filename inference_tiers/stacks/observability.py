@@ -24,6 +24,7 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     TierSpec,
     boolean,
     integer,
@@ -33,7 +34,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.observability import ObservabilityHub
+from inference_tiers.constructs.observability import ADOT_IMAGE, ObservabilityHub
 from inference_tiers.litellm.config import PORT as LITELLM_PORT
 from inference_tiers.observability.rules import AlertThresholds
 from inference_tiers.observability.scraper_rbac import scraper_rbac
@@ -111,7 +112,10 @@ class ObservabilitySettings:
         return AlertThresholds(**{name: getattr(self, name) for name in names})
 
     def account_requirements(self) -> AccountRequirements:
-        return AccountRequirements()
+        # The collector sidecar's image (pulled by the gateway's tasks when both tiers are deployed together).
+        return AccountRequirements(
+            images=(ImageNeed(ADOT_IMAGE, "inference_tiers.constructs.observability:ADOT_IMAGE"),)
+        )
 
 
 class ObservabilityStack(Stack):
