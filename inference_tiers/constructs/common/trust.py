@@ -48,3 +48,10 @@ def sagemaker_principal(scope: IConstruct) -> iam.IPrincipal:
     clusters (``...:cluster/<id>``) of the account and Region.
     """
     return service_for_account(scope, "sagemaker.amazonaws.com", regional_arn_pattern(scope, "sagemaker"))
+
+
+def pod_identity_principal(scope: IConstruct, cluster_arn: str) -> iam.IPrincipal:
+    """``pods.eks.amazonaws.com`` assuming the role (and tagging the session, which Pod Identity always does)
+    only for pods of the cluster ``cluster_arn`` in ``scope``'s account. Pod Identity sends the cluster's ARN
+    as ``aws:SourceArn``; the HyperPod observability add-on's published IAM setup uses these same two keys."""
+    return service_for_account(scope, "pods.eks.amazonaws.com", cluster_arn, session_tags=True)

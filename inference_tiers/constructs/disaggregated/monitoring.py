@@ -37,8 +37,8 @@ from inference_tiers.constructs.common.encryption import (
     retained_key,
 )
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.trust import pod_identity_principal
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
-from inference_tiers.constructs.eks.pod_identity import pod_identity_principal
 from inference_tiers.k8s.disaggregated import COMPONENT_LABEL, Role
 from inference_tiers.validation import Args
 

@@ -14,8 +14,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.common.trust import regional_arn_pattern, service_for_account
-from inference_tiers.constructs.eks.pod_identity import pod_identity_principal
+from inference_tiers.constructs.common.trust import (
+    pod_identity_principal,
+    regional_arn_pattern,
+    service_for_account,
+)
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
 
 OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
