@@ -74,13 +74,16 @@ from inference_tiers.constructs.sagemaker import (
     ScalingOptions,
 )
 from inference_tiers.constructs.sandbox import (
+    AgentSandboxController,
     Karpenter,
     KataSandboxNodes,
     PodIdentityRole,
+    SandboxTenant,
 )
 
 __all__ = [
     "AddonVersions",
+    "AgentSandboxController",
     "AlarmThresholds",
     "ApplicationInferenceProfile",
     "ApplicationProfile",
@@ -135,6 +138,7 @@ __all__ = [
     "RegexFilter",
     "SageMakerLlmEndpoint",
     "SageMakerTarget",
+    "SandboxTenant",
     "ScalingOptions",
     "ServiceBackend",
     "WordFilter",

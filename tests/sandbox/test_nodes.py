@@ -235,7 +235,7 @@ def test_karpenter_role_is_pod_identity_only_and_scoped_to_tagged_resources(temp
             "Action": ["sts:AssumeRole", "sts:TagSession"],
             "Condition": {
                 "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                "ArnEquals": {"aws:SourceArn": trust[0]["Condition"]["ArnEquals"]["aws:SourceArn"]},
+                "ArnLike": {"aws:SourceArn": trust[0]["Condition"]["ArnLike"]["aws:SourceArn"]},
             },
             "Effect": "Allow",
             "Principal": {"Service": "pods.eks.amazonaws.com"},

@@ -398,7 +398,7 @@ def test_each_tenant_has_a_pod_identity_role_with_no_permissions(template: Templ
             if p["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in p["Properties"]["Roles"]
         ]
         statement = role["AssumeRolePolicyDocument"]["Statement"][0]
-        assert set(statement["Condition"]) == {"StringEquals", "ArnEquals"}
+        assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
 
 
 def test_vpc_cni_enforces_network_policies(template: Template) -> None:

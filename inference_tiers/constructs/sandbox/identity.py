@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws
 from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from inference_tiers.constructs.common.trust import pod_identity_principal
 from inference_tiers.validation import Args
 
 _K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
@@ -54,13 +54,7 @@ class PodIdentityRole(Construct):
             self,
             "Role",
             description=description,
-            assumed_by=iam.ServicePrincipal(
-                "pods.eks.amazonaws.com",
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnEquals": {"aws:SourceArn": cluster.cluster_arn},
-                },
-            ).with_session_tags(),
+            assumed_by=pod_identity_principal(self, cluster.cluster_arn),
         )
         self.association = eks_l1.CfnPodIdentityAssociation(
             self,

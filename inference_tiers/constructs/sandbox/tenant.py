@@ -61,7 +61,7 @@ class SandboxTenant(Construct):
         super().__init__(scope, construct_id)
         args = Args("SandboxTenant")
         args.implements("cluster", cluster, eks.ICluster)
-        args.instance("controller", controller, AgentSandboxController)
+        args.instance("controller", controller, AgentSandboxController, "an AgentSandboxController construct")
         args.instance("tenancy", tenancy, TenancySpec)
         self.spec = TenantSpec(
             name=name,
