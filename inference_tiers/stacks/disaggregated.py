@@ -59,13 +59,13 @@ from inference_tiers.constructs.eks.cluster import (
     as_cluster_ref,
 )
 from inference_tiers.constructs.eks.device_plugins import GpuDevicePlugins
+from inference_tiers.constructs.eks.disaggregated_gateway import add_disaggregated_gateway
 from inference_tiers.constructs.eks.efa_node_group import (
     CAPACITY_MODES,
     EFA_NODE_POOL,
     CapacityMode,
     EfaNodeGroup,
 )
-from inference_tiers.constructs.eks.inference_gateway import add_disaggregated_gateway
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
 from inference_tiers.k8s.inference_gateway import EPP_IMAGE

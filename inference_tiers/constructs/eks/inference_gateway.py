@@ -21,9 +21,6 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge, acknowledge_chart_asset_read
-from inference_tiers.constructs.disaggregated.monitoring import METRIC_NAMESPACE
-from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
-from inference_tiers.k8s.disaggregated import LOAD_BALANCER_PORT, ROLES
 from inference_tiers.k8s.inference_gateway import (
     CRD_CHART_DIR,
     GATEWAY_CLASS,
@@ -50,7 +47,6 @@ from inference_tiers.k8s.inference_gateway_scaling import (
     render_scaled_object,
     render_trigger_authentication,
 )
-from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.validation import Args
 
 ISTIO_NAMESPACE = "istio-system"
@@ -288,38 +284,3 @@ class InferenceGateway(Construct):
         # The operator's first credentials come from the association: create it before the pods start.
         chart.node.add_dependency(association)
         return chart
-
-
-def add_disaggregated_gateway(
-    scope: Construct, serving: DisaggregatedServing, settings: InferenceGatewaySettings
-) -> InferenceGateway:
-    """The disaggregated tier's gateway: Istio in front of vllm-router, KEDA scaling prefill and decode apart.
-
-    vllm-router stays the one that picks the prefill/decode pair (cache-aware prefill, power-of-two decode):
-    the v1.5.0 Endpoint Picker has no prefill/decode handler, so no InferencePool is put in front of the pods.
-    KEDA reads the pools' queue and KV-cache series from CloudWatch, where DisaggregatedMonitoring's pipeline
-    writes them per Role.
-    """
-    spec = serving.spec
-    cluster_name = serving.cluster.cluster_name
-    gateway = InferenceGateway(
-        scope,
-        "InferenceGateway",
-        cluster=serving.cluster,
-        namespace=spec.namespace,
-        backend=ServiceBackend(spec.resource_name("router"), LOAD_BALANCER_PORT),
-        scaled_targets=[
-            ScaledTarget(
-                spec.resource_name(role),
-                {"ClusterName": cluster_name, "Namespace": spec.namespace, "Role": role},
-                settings.pools[role],
-            )
-            for role in ROLES
-        ],
-        metrics=CloudWatchMetrics(namespace=METRIC_NAMESPACE, region=Aws.REGION),
-        model_name=spec.model_id,
-        allowed_cidrs=spec.allowed_cidrs,
-        request_timeout_seconds=settings.request_timeout_seconds,
-    )
-    gateway.node.add_dependency(serving)
-    return gateway
