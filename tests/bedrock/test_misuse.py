@@ -418,6 +418,37 @@ def test_model_invoke_access_misuse(env: Env, props: CaseProps, param: str, matc
         (lambda e: e.guardrail.grant_apply("arn:aws:iam::1:role/x"), "Guardrail.grant_apply", "grantee", r"IGrant"),
         (lambda e: e.guardrail.grant_apply(None), "Guardrail.grant_apply", "grantee", r"got None"),
         (lambda e: e.imported.grant_apply("role"), "ImportedGuardrail.grant_apply", "grantee", r"got 'role'"),
+        (lambda e: invoke_statements("Stack", FoundationModel(MODEL)), "invoke_statements", "scope", r"not a string"),
+        (lambda e: e.guardrail.metric(""), "Guardrail.metric", "metric_name", r"got ''"),
+        (
+            lambda e: e.guardrail.metric_invocations(period=cdk.Duration.seconds(90)),
+            "Guardrail.metric",
+            "period",
+            r"1, 5, 10, 30 seconds or a multiple of 60",
+        ),
+        (lambda e: e.guardrail.metric_invocations(period=300), "Guardrail.metric", "period", r"got 300"),
+        (lambda e: e.guardrail.metric_invocations(stat="Sum"), "Guardrail.metric", "stat", r"expected a metric option \(account, region"),
+        (
+            lambda e: e.guardrail.metric_invocations(dimensions_map={}),
+            "Guardrail.metric",
+            "dimensions_map",
+            r"the helper sets the dimensions",
+        ),
+        (
+            lambda e: e.guardrail.metric_intervention_rate(period=cdk.Duration.days(2)),
+            "Guardrail.metric_intervention_rate",
+            "period",
+            r"from 1 second to 1 day",
+        ),
+        (lambda e: e.build_monitoring().metric("Invocations", unit="ms"), "BedrockMonitoring.metric", "unit", r"a Unit"),
+        (lambda e: e.build_monitoring().metric("Invocations", visible=1), "BedrockMonitoring.metric", "visible", r"1"),
+        (lambda e: e.build_monitoring().metric(None), "BedrockMonitoring.metric", "metric_name", r"got None"),
+        (
+            lambda e: e.build_monitoring().metric("Invocations", color="red"),
+            "BedrockMonitoring.metric",
+            "color",
+            r"a color #rrggbb",
+        ),
     ],
 )  # fmt: skip
 def test_functions_and_grants_refuse_misuse(
@@ -501,6 +532,8 @@ def test_the_base_arguments_of_the_cases_above_build(env: Env) -> None:
     assert env.build_logging(object_expiration=cdk.Duration.days(2)).bucket is not None
     assert ContentFilter(type="HATE").output_strength == "MEDIUM"
     assert AutomatedReasoning(policy_arns=[AR_POLICY]).policy_arns == (AR_POLICY,)
+    metric = env.guardrail.metric_invocations(period=cdk.Duration.minutes(1), statistic="p99", label="x")
+    assert (metric.period.to_seconds(), metric.statistic) == (60, "p99")
 
 
 # ------------------------------------------------------------ every parameter, one value of each wrong kind

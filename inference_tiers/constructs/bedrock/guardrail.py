@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
@@ -605,11 +605,15 @@ class Guardrail(Construct):
     # Metrics (AWS/Bedrock/Guardrails, per guardrail version).
 
     def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
+        """An ``AWS/Bedrock/Guardrails`` metric of this version; ``props``: ``cloudwatch.MetricOptions`` but
+        ``dimensions_map`` (Sum over 5 minutes unless overridden)."""
+        args = Args("Guardrail.metric")
+        args.text("metric_name", metric_name, allow_token=False)
         return cloudwatch.Metric(
             namespace="AWS/Bedrock/Guardrails",
             metric_name=metric_name,
             dimensions_map={"GuardrailArn": self.guardrail_arn, "GuardrailVersion": self.guardrail_version},
-            **{"statistic": "Sum", "period": _FIVE_MINUTES, **props},
+            **{"statistic": "Sum", "period": _FIVE_MINUTES, **metric_options(args, props)},
         )
 
     def metric_invocations(self, **props: Any) -> cloudwatch.Metric:
@@ -635,6 +639,7 @@ class Guardrail(Construct):
 
     def metric_intervention_rate(self, period: Duration = _FIVE_MINUTES) -> cloudwatch.MathExpression:
         """Percentage of guardrail evaluations that intervened (a spike: attack or bad change; 0: detached)."""
+        metric_options(Args("Guardrail.metric_intervention_rate"), {"period": period})
         return cloudwatch.MathExpression(
             expression="IF(invocations > 0, 100 * intervened / invocations, 0)",
             using_metrics={
@@ -644,6 +649,45 @@ class Guardrail(Construct):
             label="Guardrail intervention rate (%)",
             period=period,
         )
+
+
+# Each MetricOptions property that a metric helper passes on (dimensions are the helper's own), and its check.
+_METRIC_OPTIONS: dict[str, Callable[[Args, str, Any], Any]] = {
+    "account": lambda args, name, v: args.text(name, v, pattern=r"[0-9]{12}", description="an account id"),
+    "region": lambda args, name, v: args.text(
+        name, v, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", description="a Region"
+    ),
+    "color": lambda args, name, v: args.text(
+        name, v, pattern=r"#[0-9a-fA-F]{6}", description="a color #rrggbb"
+    ),
+    "label": lambda args, name, v: args.text(name, v, min_length=0),
+    "statistic": lambda args, name, v: args.text(name, v, allow_token=False),
+    "unit": lambda args, name, v: args.instance(name, v, cloudwatch.Unit),
+    "visible": lambda args, name, v: args.boolean(name, v),
+    "period": lambda args, name, v: _metric_period(args, name, v),
+}
+
+
+def _metric_period(args: Args, name: str, value: Any) -> Duration:
+    """CloudWatch periods: 1, 5, 10, 30 seconds, or a multiple of 60 (what aws-cdk otherwise rejects in JS)."""
+    period = args.duration(name, value, minimum=Duration.seconds(1), maximum=Duration.days(1))
+    if period.is_unresolved():
+        return period
+    seconds = period.to_seconds()
+    if seconds not in (1, 5, 10, 30) and seconds % 60:
+        raise args.error(name, value, "a Duration of 1, 5, 10, 30 seconds or a multiple of 60 seconds")
+    return period
+
+
+def metric_options(args: Args, props: Mapping[str, Any]) -> dict[str, Any]:
+    """``props`` of a ``metric*()`` helper, each checked (unknown names refused, by name)."""
+    for name, value in props.items():
+        check = _METRIC_OPTIONS.get(name)
+        if check is None:
+            options = ", ".join(_METRIC_OPTIONS)
+            raise args.error(name, value, f"a metric option ({options}; the helper sets the dimensions)")
+        check(args, name, value)
+    return dict(props)
 
 
 _GUARDRAIL_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+"

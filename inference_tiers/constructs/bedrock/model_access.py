@@ -22,7 +22,7 @@ from typing import Any
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from inference_tiers.constructs.bedrock.guardrail import IGuardrail
 from inference_tiers.constructs.common.nag import acknowledge_granted_resource
@@ -222,6 +222,7 @@ def invoke_statements(
     The Deny overrides any other Allow the principal may hold for these resources.
     """
     args = Args("invoke_statements")
+    args.implements("scope", scope, IConstruct, "a construct in the stack of the policy (not a string)")
     model = _model_source(args, model)
     guardrail = _guardrail(args, guardrail)
     statements: list[iam.PolicyStatement] = []

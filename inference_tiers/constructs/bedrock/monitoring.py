@@ -15,7 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
-from inference_tiers.constructs.bedrock.guardrail import Guardrail
+from inference_tiers.constructs.bedrock.guardrail import Guardrail, metric_options
 from inference_tiers.constructs.bedrock.model_access import MODEL_ID_PATTERN
 from inference_tiers.constructs.common.console import lazy_dashboard_url
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
@@ -186,12 +186,15 @@ class BedrockMonitoring(Construct):
         self.dashboard.add_widgets(*self._widgets(guardrail, log_delivery_alarm))
 
     def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
-        """An ``AWS/Bedrock`` metric of this model (Sum over 5 minutes unless overridden)."""
+        """An ``AWS/Bedrock`` metric of this model (Sum over 5 minutes unless overridden); ``props``:
+        ``cloudwatch.MetricOptions`` but ``dimensions_map``."""
+        args = Args("BedrockMonitoring.metric")
+        args.text("metric_name", metric_name, allow_token=False)
         return cloudwatch.Metric(
             namespace=NAMESPACE,
             metric_name=metric_name,
             dimensions_map={"ModelId": self.model_id},
-            **{"statistic": "Sum", "period": FIVE_MINUTES, **props},
+            **{"statistic": "Sum", "period": FIVE_MINUTES, **metric_options(args, props)},
         )
 
     def metric_tpm_quota_usage_percent(self) -> cloudwatch.MathExpression:
