@@ -285,6 +285,9 @@ class AgentSandboxStack(Stack):
             cluster=cluster,
             chart_directory=Path(settings.controller_chart_dir) if settings.controller_chart_dir else None,
         )
+        # Both charts wait for their pods, which only the core nodes can run.
+        for chart in (self.karpenter.chart, self.controller.chart):
+            chart.node.add_dependency(self.eks.system_nodegroup)
         tenancy = settings.tenancy_spec()
         self.admission_policy = eks.KubernetesManifest(
             self,

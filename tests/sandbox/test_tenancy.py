@@ -419,3 +419,15 @@ def test_outputs_give_the_claim_command_and_the_namespaces(template: Template) -
     outputs = template.to_json()["Outputs"]
     assert outputs["SandboxClaimExample"]["Value"] == tenancy_k8s.claim_command(TenantSpec(name="team-a"), 60)
     assert outputs["TenantNamespaces"]["Value"] == "sandbox-team-a,sandbox-team-b"
+
+
+def test_charts_that_wait_for_pods_come_after_the_core_nodes(template: Template) -> None:
+    resources = template.to_json()["Resources"]
+    (nodegroup,) = [k for k, v in resources.items() if v["Type"] == "AWS::EKS::Nodegroup"]
+    charts = {
+        v["Properties"]["Release"]: v
+        for v in resources.values()
+        if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    }
+    for release in ("karpenter", "agent-sandbox"):
+        assert nodegroup in charts[release]["DependsOn"], release
