@@ -1,15 +1,16 @@
 """A stub exporter on loopback that serves every series name of an allow-list in Prometheus' text format.
 
 Types follow the names (``<h>_bucket``/``_sum``/``_count`` -> histogram ``h``, ``*_total`` -> counter, else gauge).
-Every series carries ``model_name`` and one of two ``engine`` labels (vLLM V1's labels). Counters and histograms
-grow by a fixed amount on every scrape so that rates and quantiles over any window are known exactly: each
-scrape adds ``OBSERVATIONS`` per engine to one bucket of every histogram (``HISTOGRAM_BUCKET`` picks which).
+Every name is served once per label set of ``series`` (two by default: vLLM V1's ``model_name`` and an
+``engine``). Counters and histograms grow by a fixed amount on every scrape so that rates, ratios and quantiles
+over any window are known exactly: each scrape adds ``counter_steps[name]`` (default ``COUNTER_STEP``) to a
+counter and ``OBSERVATIONS`` to one bucket of every histogram (``histogram_bucket`` picks which).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,29 +20,28 @@ COUNTER_STEP = 100
 ENGINES = ("0", "1")
 
 
-def _le(bound: str) -> str:
-    return f',le="{bound}"'
-
-
 class MetricsStub:
     def __init__(
         self,
         names: Iterable[str],
         *,
-        model_name: str,
-        gauges: Mapping[str, tuple[float, float]],
-        histogram_bucket: Mapping[str, int],
+        series: Sequence[Mapping[str, str]],
+        gauges: Mapping[str, Sequence[float]] | None = None,
+        counter_steps: Mapping[str, float] | None = None,
+        histogram_bucket: Mapping[str, int] | None = None,
     ) -> None:
         self.names = sorted(names)
-        self.model_name = model_name
-        self.gauges = gauges  # gauge -> its value on engine 0 and on engine 1 (others: 1)
-        self.histogram_bucket = histogram_bucket  # histogram -> index in BUCKETS that receives observations
+        self.series = series
+        self.gauges = gauges or {}  # gauge -> its value on each label set (others: 1)
+        self.counter_steps = counter_steps or {}
+        self.histogram_bucket = histogram_bucket or {}  # histogram -> index in BUCKETS receiving observations
         self.histograms = sorted({n.removesuffix("_bucket") for n in self.names if n.endswith("_bucket")})
         self.scrapes = 0
         self._lock = threading.Lock()
 
-    def _labels(self, engine: str, extra: str = "") -> str:
-        return f'{{model_name="{self.model_name}",engine="{engine}"{extra}}}'
+    @staticmethod
+    def _labels(labels: Mapping[str, str], **extra: str) -> str:
+        return "{" + ",".join(f'{k}="{v}"' for k, v in {**labels, **extra}.items()) + "}"
 
     def exposition(self) -> str:
         with self._lock:
@@ -53,20 +53,23 @@ class MetricsStub:
             lines.append(f"# TYPE {h} histogram")
             target = self.histogram_bucket.get(h, 0)
             count = n * OBSERVATIONS
-            for engine in ENGINES:
+            for labels in self.series:
                 for index, le in enumerate((*map(str, BUCKETS), "+Inf")):
                     value = count if index >= target else 0
-                    lines.append(f"{h}_bucket{self._labels(engine, _le(le))} {value}")
-                lines.append(f"{h}_sum{self._labels(engine)} {count * BUCKETS[target]}")
-                lines.append(f"{h}_count{self._labels(engine)} {count}")
+                    lines.append(f"{h}_bucket{self._labels(labels, le=le)} {value}")
+                lines.append(f"{h}_sum{self._labels(labels)} {count * BUCKETS[target]}")
+                lines.append(f"{h}_count{self._labels(labels)} {count}")
         for name in self.names:
             if name in in_histogram:
                 continue
             kind = "counter" if name.endswith("_total") else "gauge"
             lines.append(f"# TYPE {name} {kind}")
-            for index, engine in enumerate(ENGINES):
-                value = n * COUNTER_STEP if kind == "counter" else self.gauges.get(name, (1.0, 1.0))[index]
-                lines.append(f"{name}{self._labels(engine)} {value}")
+            for index, labels in enumerate(self.series):
+                if kind == "counter":
+                    value = n * self.counter_steps.get(name, COUNTER_STEP)
+                else:
+                    value = self.gauges.get(name, [1.0] * len(self.series))[index]
+                lines.append(f"{name}{self._labels(labels)} {value}")
         return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,6 @@
-"""Loopback end to end: a real Prometheus server (Debian's package) scrapes a stub exporter that serves every
-pinned vLLM series name, evaluates the rendered rules file, and the recording rules produce the expected series."""
+"""Loopback end to end: a real Prometheus server (Debian's package) scrapes stub exporters that serve every pinned
+vLLM, dcgm-exporter and LiteLLM series name, evaluates the rendered rules file, and the recording rules produce the
+expected series."""
 
 from __future__ import annotations
 
@@ -57,9 +58,9 @@ class Prometheus:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     folder = tmp_path_factory.mktemp("prometheus")
-    stub = MetricsStub(
+    vllm = MetricsStub(
         VLLM_NAMES,
-        model_name=MODEL,
+        series=[{"model_name": MODEL, "engine": engine} for engine in ENGINES],
         gauges={
             "vllm:num_requests_waiting": (4, 3),
             "vllm:num_requests_running": (5, 6),
@@ -70,12 +71,43 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
             "vllm:inter_token_latency_seconds": ITL_BUCKET,
         },
     )
-    with serve(stub) as target:
+    dcgm = MetricsStub(
+        allowed_names("dcgm"),
+        series=[{"Hostname": "gpu-node-1", "gpu": gpu} for gpu in ("0", "1")],
+        gauges={
+            "DCGM_FI_DEV_GPU_UTIL": (90, 70),
+            "DCGM_FI_DEV_FB_USED": (60000, 70000),
+            "DCGM_FI_DEV_FB_FREE": (20000, 10000),
+        },
+    )
+    litellm = MetricsStub(
+        allowed_names("litellm"),
+        series=[
+            {
+                "requested_model": "nova",
+                "litellm_model_name": "bedrock/nova",
+                "team": "t1",
+                "team_alias": "ml",
+            }
+        ],
+        counter_steps={
+            "litellm_proxy_failed_requests_metric_total": 5,
+            "litellm_proxy_total_requests_metric_total": 100,
+            "litellm_deployment_failure_responses_total": 30,
+            "litellm_deployment_total_requests_total": 100,
+        },
+        gauges={"litellm_remaining_team_budget_metric": [25], "litellm_team_max_budget_metric": [100]},
+    )
+    with serve(vllm) as vllm_target, serve(dcgm) as dcgm_target, serve(litellm) as litellm_target:
         (folder / "rules.yaml").write_text(rules.rules_yaml())
+        targets = {"vllm": vllm_target, "dcgm-exporter": dcgm_target, "litellm": litellm_target}
         config = {
             "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": "1s"},
             "rule_files": [str(folder / "rules.yaml")],
-            "scrape_configs": [{"job_name": "vllm", "static_configs": [{"targets": [target]}]}],
+            "scrape_configs": [
+                {"job_name": job, "static_configs": [{"targets": [target]}]}
+                for job, target in targets.items()
+            ],
         }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
         port = _free_port()
@@ -168,3 +200,25 @@ def test_token_rate_recording_sums_the_engines_rates(prometheus: Prometheus) -> 
     ]
     assert all(rate > 0 for rate in per_engine)
     assert float(recorded) == pytest.approx(sum(per_engine))
+
+
+def test_gpu_recordings_average_utilisation_and_compute_memory_per_gpu(prometheus: Prometheus) -> None:
+    assert _value(prometheus.wait_for(rules.GPU_UTILIZATION)) == 80
+    memory = {r["metric"]["gpu"]: float(r["value"][1]) for r in prometheus.wait_for(rules.GPU_MEMORY_USED)}
+    assert memory == {"0": 0.75, "1": 0.875}
+
+
+def test_gateway_recordings_give_error_ratios_and_budget_left(prometheus: Prometheus) -> None:
+    # counters grow by fixed steps per scrape, so the ratio of their rates is exact at any scrape rate
+    assert _value(prometheus.wait_for(rules.GATEWAY_ERROR_RATIO)) == pytest.approx(0.05)
+    assert _value(prometheus.wait_for(rules.BACKEND_ERROR_RATIO)) == pytest.approx(0.3)
+    budget = prometheus.wait_for(rules.TEAM_BUDGET_LEFT)
+    assert _value(budget) == 0.25
+    assert budget[0]["metric"]["team_alias"] == "ml"
+
+
+def test_every_pinned_dcgm_and_litellm_series_is_scraped(prometheus: Prometheus) -> None:
+    for job, names in (("dcgm-exporter", allowed_names("dcgm")), ("litellm", allowed_names("litellm"))):
+        # recording rules that keep the job label (budget ratios) are excluded by their colons
+        result = prometheus.wait_for(f'group by (__name__) ({{job="{job}", __name__!~"up|scrape_.+|.+:.+"}})')
+        assert {r["metric"]["__name__"] for r in result} == set(names), job
