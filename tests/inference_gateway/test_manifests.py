@@ -113,6 +113,10 @@ def test_the_schema_check_can_fail() -> None:
     del no_picker["spec"]["endpointPickerRef"]  # required by the v1.5.0 InferencePool
     with pytest.raises(jsonschema.ValidationError, match="endpointPickerRef"):
         validate(no_picker)
+    rule = next(m for m in render_endpoint_picker(pool()) if m["kind"] == "DestinationRule")
+    rule["spec"]["trafficPolicy"]["tls"]["insecureSkipVerfy"] = True  # Istio's schema lists its fields
+    with pytest.raises(jsonschema.ValidationError, match="insecureSkipVerfy"):
+        validate(rule)
 
 
 def test_inference_pool_selects_the_vllm_pods_and_names_its_picker() -> None:
