@@ -1,5 +1,5 @@
 """The tier-1 constructs composed in a user's own app, across its own stacks, granting to its own roles from the
-stack that owns the guardrail and from the service's stack: the library leaves nothing for the user to
+stack that owns the guardrail and from the service's stack, and to a role imported by ARN: the library leaves nothing for the user to
 acknowledge. The cross-Region wildcards its grants need are acknowledged by the library, exactly those findings
 and on the grantee's policy; no unreferenced ConsoleHosts mapping (cfn-lint W7001) when the dashboard URL is
 not used; cfn-lint reports nothing."""
@@ -64,6 +64,15 @@ def _user_app(outdir: Path) -> dict[str, cdk.Stack]:
         model=CrossRegionProfile(model_id=MODEL, geography=Geography.GLOBAL),
         guardrail=guardrail,
     )
+    # A role that another team manages, imported by ARN: its grant lands in a Policy of the service's stack.
+    shared_role = iam.Role.from_role_arn(service, "SharedRole", "arn:aws:iam::111122223333:role/shared-batch")
+    ModelInvokeAccess(
+        service,
+        "SharedAccess",
+        grantee=shared_role,
+        model=CrossRegionProfile(model_id=MODEL, geography=Geography.EU),
+        guardrail=guardrail,
+    )
     return {s.stack_name: s for s in (safety, service)}
 
 
@@ -103,7 +112,8 @@ def test_the_library_acknowledges_exactly_the_cross_region_wildcards_of_its_gran
     def record(grantee: Any, resource_arn: str, reason: str) -> None:
         principal = grantee.grant_principal
         finding = f"AwsSolutions-IAM5[Resource::{nag_resource_id(principal, resource_arn)}]"
-        recorded.append((finding, f"{principal.node.path}/DefaultPolicy/Resource"))
+        policy = "DefaultPolicy" if isinstance(principal, iam.Role) else "Policy"  # an imported role's own
+        recorded.append((finding, f"{principal.node.path}/{policy}/Resource"))
         assert len(reason.split()) >= 6
 
     monkeypatch.setattr(model_access_module, "acknowledge_granted_resource", record)
@@ -124,6 +134,15 @@ def test_the_library_acknowledges_exactly_the_cross_region_wildcards_of_its_gran
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*:<AWS::AccountId>:guardrail-profile/"
             f"{GUARDRAIL_PROFILE}]",
             "UserService/BatchRole/DefaultPolicy/Resource",
+        ),
+        (
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{MODEL}]",
+            "UserService/SharedRole/Policy/Resource",
+        ),
+        (
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*:<AWS::AccountId>:guardrail-profile/"
+            f"{GUARDRAIL_PROFILE}]",
+            "UserService/SharedRole/Policy/Resource",
         ),
     }  # the global profile's model ARNs (source Region, Region-less) have no wildcard to acknowledge
 
