@@ -25,6 +25,7 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     InstanceNeed,
     TierSpec,
     addon_pins,
@@ -54,7 +55,9 @@ from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
 from inference_tiers.constructs.sandbox.tenant import SandboxTenant
 from inference_tiers.k8s.sandbox_nodes import (
+    KATA_DEPLOY_IMAGE,
     KATA_SHIMS,
+    KATA_VERSION,
     METAL_FAMILIES,
     NESTED_VIRTUALIZATION_FAMILIES,
     NODE_MODES,
@@ -65,6 +68,8 @@ from inference_tiers.k8s.sandbox_nodes import (
     kata_overhead,
 )
 from inference_tiers.k8s.sandbox_tenancy import (
+    AGENT_SANDBOX_IMAGE,
+    AGENT_SANDBOX_VERSION,
     TenancySpec,
     TenantSpec,
     admission_policy,
@@ -230,6 +235,26 @@ class AgentSandboxSettings:
                 DEFAULT_ADDON_VERSIONS.by_name(),
                 "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
             ),
+            images=self._images(),
+        )
+
+    def _images(self) -> tuple[ImageNeed, ...]:
+        """The images the charts' values pin (to their releases), the sandbox image and each tenant's own."""
+        tenant_images = {
+            f"{TIER_NAME}.tenants.{name}.image": values["image"]
+            for name, values in self.tenants.items()
+            if values.get("image") not in (None, self.sandbox_image)
+        }
+        return (
+            ImageNeed(
+                f"{KATA_DEPLOY_IMAGE}:{KATA_VERSION}", "inference_tiers.k8s.sandbox_nodes:KATA_VERSION"
+            ),
+            ImageNeed(
+                f"{AGENT_SANDBOX_IMAGE}:{AGENT_SANDBOX_VERSION}",
+                "inference_tiers.k8s.sandbox_tenancy:AGENT_SANDBOX_VERSION",
+            ),
+            ImageNeed(self.sandbox_image, f"{TIER_NAME}.sandbox_image"),
+            *(ImageNeed(image, key) for key, image in tenant_images.items()),
         )
 
 

@@ -353,3 +353,27 @@ def test_disaggregated_assets_are_the_stacks_image_assets(tier_build: Callable[[
     serving = stack.serving  # type: ignore[attr-defined]
     assets = {serving.vllm_image_asset, serving.router_image_asset}
     assert None not in assets and all(n.source == "asset" for n in tier_requirements("disaggregated").images)
+
+
+def test_agent_sandbox_checks_the_images_its_chart_values_and_sandboxes_use(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
+    kata, controller, sandbox = tier_requirements("agent-sandbox").images
+    pinned_by_values = {
+        f"{image['repository' if 'repository' in image else 'reference']}:{image['tag']}"
+        for template in tier_build("agent-sandbox").templates().values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        and isinstance(resource["Properties"]["Values"], str)
+        for image in [json.loads(resource["Properties"]["Values"]).get("image")]
+        if image
+    }
+    assert {kata.reference, controller.reference} <= pinned_by_values
+    assert sandbox.set_by == "agent-sandbox.sandbox_image"
+    assert sandbox.reference in json.dumps(tier_build("agent-sandbox").templates())
+
+
+def test_a_tenant_with_its_own_image_adds_it() -> None:
+    tenants = {"a": {"max_sandboxes": 2, "image": "ghcr.io/acme/agent:1.2"}, "b": {"max_sandboxes": 2}}
+    images = tier_requirements("agent-sandbox", f"agent-sandbox.tenants={json.dumps(tenants)}").images
+    assert images[3:] == (ImageNeed("ghcr.io/acme/agent:1.2", "agent-sandbox.tenants.a.image"),)

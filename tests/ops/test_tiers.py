@@ -20,10 +20,6 @@ from inference_tiers.ops.checks import CheckResult, Clients
 from tests.ops.helpers import tier_requirements
 
 ACCOUNT = "123456789012"
-# Tiers whose defaults need nothing this command checks beyond the CDK bootstrap, and why.
-NOTHING_TO_CHECK = {
-    "observability": "AMP workspace, SNS topic and KMS key: no instance type, quota, add-on or image of its own",
-}
 
 
 class DeniedClients(Clients):
@@ -94,10 +90,7 @@ def test_every_tier_is_registered() -> None:
 @pytest.mark.parametrize("tier", TIER_ORDER)
 def test_default_requirements_reach_every_check_that_applies(tier: str) -> None:
     req = tier_requirements(tier)
-    if tier in NOTHING_TO_CHECK:
-        assert req == AccountRequirements()
-    else:
-        assert req != AccountRequirements(), f"{tier} needs nothing from the account?"
+    assert req != AccountRequirements(), f"{tier} needs nothing from the account?"
     for need in req.instances:
         assert need.service in ("ec2", "sagemaker-endpoint", "sagemaker-hyperpod") and need.count >= 1
         if need.service != "ec2":
