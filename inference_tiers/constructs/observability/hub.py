@@ -116,6 +116,7 @@ class ObservabilityHub(Construct):
             self, "Rules", workspace=self.workspace_arn, name=RULES_NAMESPACE, data=self.rules_text
         )
         self.scrapers: list[aps.CfnScraper] = []
+        self.grafana_role: iam.Role | None = None
         self.grafana_workspace = self._grafana() if with_grafana else None
 
     # -- alert topic ----------------------------------------------------------------------------------------
