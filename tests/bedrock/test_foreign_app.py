@@ -1,8 +1,8 @@
 """The tier-1 constructs composed in a user's own app, across its own stacks, granting to its own roles from the
-stack that owns the guardrail and from the service's stack, and to a role imported by ARN: the library leaves nothing for the user to
-acknowledge. The cross-Region wildcards its grants need are acknowledged by the library, exactly those findings
-and on the grantee's policy; no unreferenced ConsoleHosts mapping (cfn-lint W7001) when the dashboard URL is
-not used; cfn-lint reports nothing."""
+stack that owns the guardrail and from the service's stack, and to a role imported by ARN: the library leaves
+nothing for the user to acknowledge. The cross-Region wildcards its grants need are acknowledged by the
+library, exactly those findings and on the grantee's policy; no unreferenced ConsoleHosts mapping (cfn-lint
+W7001) when the dashboard URL is not used; cfn-lint reports nothing."""
 
 from __future__ import annotations
 
