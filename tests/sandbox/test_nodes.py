@@ -253,6 +253,35 @@ def test_karpenter_role_is_pod_identity_only_and_scoped_to_tagged_resources(temp
     assert not any("iam:CreateInstanceProfile" in str(s["Action"]) for s in statements.values())
 
 
+def test_interruption_events_reach_an_encrypted_queue_only_karpenter_reads(template: Template) -> None:
+    resources = template.to_json()["Resources"]
+    (queue_id,) = [k for k, v in resources.items() if v["Type"] == "AWS::SQS::Queue"]
+    queue = resources[queue_id]["Properties"]
+    assert "KmsMasterKeyId" in queue and queue["MessageRetentionPeriod"] == 300
+    rules = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::Events::Rule"]
+    assert sorted(r["EventPattern"]["detail-type"][0] for r in rules) == [
+        "AWS Health Event",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+        "EC2 Spot Instance Interruption Warning",
+    ]
+    assert all(r["Targets"][0]["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]} for r in rules)
+    (queue_policy,) = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::SQS::QueuePolicy"]
+    denies = [s for s in queue_policy["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert denies and denies[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    karpenter = helm_charts(template)["karpenter"]["Values"]
+    assert karpenter["settings"]["interruptionQueue"] == TOKEN
+    role_id = next(
+        a["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+        for a in template.find_resources("AWS::EKS::PodIdentityAssociation").values()
+        if a["Properties"]["ServiceAccount"] == "karpenter"
+    )
+    sqs_statements = [
+        s for s in _policy_statements(template, role_id).values() if "sqs:ReceiveMessage" in s["Action"]
+    ]
+    assert [s["Resource"] for s in sqs_statements] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+
+
 def test_sandbox_nodes_join_with_their_own_role_and_encrypted_volumes(template: Template) -> None:
     entries = [
         e["Properties"]
@@ -272,7 +301,8 @@ def _policy_statements(template: Template, role_id: str) -> dict[str, dict[str, 
     found: dict[str, dict[str, Any]] = {}
     for policy in template.find_resources("AWS::IAM::Policy").values():
         if {"Ref": role_id} in policy["Properties"]["Roles"]:
-            found.update({s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]})
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            found.update({s.get("Sid", f"#{index}"): s for index, s in enumerate(statements)})
     return found
 
 

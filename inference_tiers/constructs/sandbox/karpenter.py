@@ -6,6 +6,10 @@ instances and templates carrying those tags, pass only the sandbox node role to 
 EC2 catalogue, the public AMI parameters and prices. The instance profile comes from the stack, so Karpenter
 gets no IAM instance-profile permissions at all.
 
+An SQS queue (KMS CMK, TLS only) receives the EC2 and AWS Health events Karpenter acts on before an instance
+goes away (scheduled maintenance, state changes, Spot warnings and rebalance recommendations should Spot ever
+be allowed): Karpenter then cordons and drains the node and launches its replacement first.
+
 The construct also owns the identity of the nodes it launches: their role (the three policies every EKS node
 needs), the instance profile, the ``EC2_LINUX`` access entry that lets them join, and the KMS key of their root
 volumes.
@@ -17,8 +21,11 @@ from collections.abc import Mapping
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import retained_key
@@ -37,6 +44,13 @@ from inference_tiers.k8s.sandbox_nodes import (
 from inference_tiers.validation import Args
 
 _CLUSTER_TAG = "eks:eks-cluster-name"
+# The events Karpenter's interruption controller handles (its CloudFormation reference template has the same).
+_INTERRUPTION_EVENTS = (
+    ("ScheduledChange", "aws.health", "AWS Health Event"),
+    ("SpotInterruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    ("Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    ("InstanceStateChange", "aws.ec2", "EC2 Instance State-change Notification"),
+)
 _NODEPOOL_TAG = "karpenter.sh/nodepool"
 
 
@@ -46,7 +60,8 @@ class Karpenter(Construct):
     Attributes: ``chart`` (``HelmChart``; make NodePools and EC2NodeClasses depend on it: the chart installs
     their CRDs), ``identity`` (``PodIdentityRole``), ``role`` (the controller's ``iam.Role``), ``node_role``,
     ``instance_profile`` (``CfnInstanceProfile``; its name goes into EC2NodeClasses), ``node_access``
-    (``AccessEntry``), ``volume_key`` (``kms.Key``), ``version``.
+    (``AccessEntry``), ``volume_key`` (``kms.Key``), ``interruption_queue`` (``sqs.Queue``),
+    ``interruption_rules`` (``events.Rule`` by event kind), ``version``.
     """
 
     def __init__(
@@ -91,6 +106,8 @@ class Karpenter(Construct):
             self, "VolumeKey", "Root volumes of the Karpenter-launched sandbox nodes"
         )
 
+        self.interruption_queue, self.interruption_rules = self._interruption_queue()
+
         self.identity = PodIdentityRole(
             self,
             "Identity",
@@ -102,6 +119,7 @@ class Karpenter(Construct):
         self.role = self.identity.role
         for statement in _controller_statements(cluster, self.node_role, self.volume_key):
             self.role.add_to_policy(statement)
+        self.interruption_queue.grant_consume_messages(self.role)
         self._acknowledge_wildcards()
 
         self.chart = eks.HelmChart(
@@ -112,13 +130,56 @@ class Karpenter(Construct):
             version=self.version,
             release="karpenter",
             namespace=KARPENTER_NAMESPACE,
-            values=karpenter_values(cluster_name=cluster.cluster_name, node_selector=selector),
+            values=karpenter_values(
+                cluster_name=cluster.cluster_name,
+                node_selector=selector,
+                interruption_queue=self.interruption_queue.queue_name,
+            ),
             wait=True,
             timeout=Duration.minutes(10),
         )
         # The controller's credentials come from the association; without the agent it crash-loops.
         self.chart.node.add_dependency(self.identity.association)
         self.chart.node.add_dependency(cluster.eks_pod_identity_agent)
+
+    def _interruption_queue(self) -> tuple[sqs.Queue, dict[str, events.Rule]]:
+        key = retained_key(
+            self, "InterruptionKey", "Karpenter interruption queue of the agent-sandbox cluster"
+        )
+        # EventBridge encrypts what it delivers to the queue with this key, only for rules of this account.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        queue = sqs.Queue(
+            self,
+            "InterruptionQueue",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key,
+            enforce_ssl=True,
+            # An event is worth acting on for minutes only (Karpenter's own template keeps them 300 s).
+            retention_period=Duration.minutes(5),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            "Karpenter deletes every interruption event it reads; an event it cannot act on within 5 minutes is "
+            "about an instance that is already gone, so a dead-letter queue would only collect stale events",
+        )
+        rules = {}
+        for name, source, detail_type in _INTERRUPTION_EVENTS:
+            rule = events.Rule(
+                self,
+                f"{name}Rule",
+                event_pattern=events.EventPattern(source=[source], detail_type=[detail_type]),
+            )
+            rule.add_target(targets.SqsQueue(queue))
+            rules[name] = rule
+        return queue, rules
 
     def _acknowledge_wildcards(self) -> None:
         reasons = {
