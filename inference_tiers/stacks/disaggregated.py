@@ -330,7 +330,12 @@ class DisaggregatedStack(Stack):
 
         CfnOutput(self, "RouterEndpoint", value=self.serving.router_endpoint)
         if settings.inference_gateway is not None:
-            self.inference_gateway = add_disaggregated_gateway(self, self.serving, settings.inference_gateway)
+            self.inference_gateway = add_disaggregated_gateway(
+                self,
+                self.serving,
+                settings.inference_gateway,
+                wait_for=[self.eks.addons["eks-pod-identity-agent"], self.monitoring],
+            )
             CfnOutput(self, "InferenceGatewayEndpoint", value=self.inference_gateway.endpoint)
 
         CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)

@@ -122,6 +122,18 @@ def test_prefill_and_decode_scale_apart_on_their_exported_series(template: dict[
     assert decode_queue["metadata"]["targetMetricValue"] == "2"
 
 
+def test_keda_starts_after_the_pod_identity_agent_and_the_metrics_pipeline(template: dict[str, Any]) -> None:
+    (keda_id,) = [
+        k
+        for k, r in _of_type(template, "Custom::AWSCDK-EKS-HelmChart").items()
+        if r["Properties"].get("Chart") == "keda"
+    ]
+    depends = template["Resources"][keda_id]["DependsOn"]
+    addons = {k: r["Properties"]["AddonName"] for k, r in _of_type(template, "AWS::EKS::Addon").items()}
+    waited = {addons[d] for d in depends if d in addons}
+    assert {"eks-pod-identity-agent", "amazon-cloudwatch-observability"} <= waited
+
+
 def test_keda_role_reads_metrics_only_and_trusts_this_cluster(template: dict[str, Any]) -> None:
     roles = {
         k: r

@@ -3,8 +3,10 @@ must not import a tier's constructs, which import the EKS package back)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Aws
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from inference_tiers.constructs.disaggregated.monitoring import METRIC_NAMESPACE
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
@@ -15,7 +17,11 @@ from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySetti
 
 
 def add_disaggregated_gateway(
-    scope: Construct, serving: DisaggregatedServing, settings: InferenceGatewaySettings
+    scope: Construct,
+    serving: DisaggregatedServing,
+    settings: InferenceGatewaySettings,
+    *,
+    wait_for: Sequence[IDependable] = (),
 ) -> InferenceGateway:
     """The disaggregated tier's gateway: Istio in front of vllm-router, KEDA scaling prefill and decode apart.
 
@@ -45,5 +51,6 @@ def add_disaggregated_gateway(
         allowed_cidrs=spec.allowed_cidrs,
         request_timeout_seconds=settings.request_timeout_seconds,
     )
-    gateway.node.add_dependency(serving)
+    # wait_for: the Pod Identity agent (KEDA's credentials) and the monitoring pipeline (the series it reads).
+    gateway.node.add_dependency(serving, *wait_for)
     return gateway
