@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import TIERS
+from inference_tiers.constructs.common.nag import add_nag_checks
+from inference_tiers.nag import InferenceChecks
 from inference_tiers.ops.smoke import STACK_NAMES as SMOKE_DEFAULT_STACKS
 from tests.harness import TierBuild, cfn_lint_errors, mask_asset_hashes
 
@@ -22,6 +27,29 @@ def test_no_unacknowledged_nag_findings(tier: str, tier_build: Callable[[str], T
         f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
     ]
     assert report.success, "\n".join(findings)
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
+def test_no_unacknowledged_inference_findings(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
+    """The library's own pack (docs/nag-rules.md), which add_nag_checks runs beside AwsSolutionsChecks."""
+    report = InferenceChecks().validate_scope(tier_build(tier).app)
+    findings = [
+        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
+    ]
+    assert report.success, "\n".join(findings)
+
+
+def test_add_nag_checks_registers_both_packs(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    role = iam.Role(
+        cdk.Stack(app, "Checked"), "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com")
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel", "s3:*"], resources=["*"]))
+    add_nag_checks(app)
+    with pytest.raises(RuntimeError) as failure:
+        app.synth()
+    assert "'inference-tiers::InferenceTiers-BR3[Action::bedrock:InvokeModel]'" in str(failure.value)
+    assert "AwsSolutions-IAM5[Action::s3:*]" in str(failure.value)
 
 
 @pytest.mark.parametrize("tier", ALL_TIERS)

@@ -279,6 +279,13 @@ class BedrockStack(Stack):
                 log_retention=_RETENTION_DAYS[settings.log_retention_days],
                 object_expiration=Duration.days(settings.log_object_expiration_days),
             )
+        else:
+            acknowledge(
+                self.application_role,
+                "InferenceTiers-BR5",
+                "model-invocation logging is one setting per account and Region, so this tier turns it on only "
+                "with bedrock.invocation_logging=true (default false: it would overwrite an existing setting)",
+            )
 
         # Runtime metrics are reported per model id; through a system profile that is the profile id.
         self.monitoring = BedrockMonitoring(

@@ -51,6 +51,7 @@ from inference_tiers.constructs.bedrock.model_access import (
 )
 from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
+from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
@@ -265,6 +266,7 @@ class GatewayStack(Stack):
             workers=settings.workers,
             encryption_key=key,
         )
+        self._acknowledge_inference_checks(settings)
         self.monitoring = GatewayMonitoring(
             self,
             "Monitoring",
@@ -299,6 +301,21 @@ class GatewayStack(Stack):
         )
         for check in ("CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"):
             skip_check(handler, check, reason)
+
+    def _acknowledge_inference_checks(self, settings: GatewaySettings) -> None:
+        acknowledge(
+            self.gateway.task_role,
+            "InferenceTiers-BR5",
+            "model-invocation logging is one setting per account and Region, owned by the bedrock tier "
+            "(bedrock.invocation_logging=true); a second configuration from this stack would overwrite it",
+        )
+        if settings.allow_http:
+            acknowledge(
+                self.gateway,
+                "InferenceTiers-GW2",
+                "gateway.allow_http=true is the test-only opt-in for plain HTTP listeners, and the construct "
+                "adds a synth warning saying so",
+            )
 
     def _parameter(self, name: str, pattern: str, description: str) -> str:
         return CfnParameter(

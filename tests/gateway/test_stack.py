@@ -10,6 +10,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from inference_tiers.litellm.config import LITELLM_IMAGE, LITELLM_VERSION
+from inference_tiers.nag import InferenceChecks
 from tests.harness import TierBuild, build_tier
 
 STACK = "InferenceTiers-Gateway"
@@ -269,6 +270,9 @@ def test_plain_http_only_when_asked_and_then_loudly() -> None:
     }
     assert ports == {80: "HTTP", 8080: "HTTP"}
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("PLAIN HTTP"))
+    # The tier acknowledges the inference pack's HTTPS rule (GW2) for this test-only opt-in, and nothing else.
+    report = InferenceChecks().validate_scope(build.app)
+    assert report.success, [v.rule_name for v in report.violations]
 
 
 def test_context_settings_replace_the_stack_parameters() -> None:

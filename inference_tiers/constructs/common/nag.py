@@ -9,6 +9,7 @@ from aws_cdk import Acknowledgment, App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from inference_tiers.nag import InferenceChecks
 from inference_tiers.validation import declares
 
 
@@ -40,8 +41,9 @@ def acknowledge_granted_resource(grantee: Any, resource_arn: str, reason: str) -
 
 
 def add_nag_checks(app: App) -> None:
-    """Gate every synth of ``app`` on AWS Solutions checks: any unacknowledged finding fails the synth."""
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    """Gate every synth of ``app`` on the AWS Solutions checks and this library's inference checks
+    (docs/nag-rules.md): any unacknowledged finding of either fails the synth."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), InferenceChecks(app))
 
 
 # What Asset.grant_read adds to a cluster's kubectl handler when a Helm chart comes from a CDK asset.
