@@ -48,6 +48,7 @@ from inference_tiers.constructs.bedrock.model_access import (
     has_geography_prefix,
 )
 from inference_tiers.constructs.bedrock.monitoring import BedrockMonitoring
+from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Bedrock"

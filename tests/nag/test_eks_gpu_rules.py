@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 
+from inference_tiers.nag.rules.gpu_launch_template_imds import is_accelerated
 from tests.nag.support import findings, new_stack
 
 ALL_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -147,3 +149,23 @@ def test_log1_log_group_with_a_key_passes_and_without_fails(tmp_path: Path) -> N
     logs.LogGroup(stack, "Encrypted", encryption_key=kms.Key(stack, "Key"))
     logs.LogGroup(stack, "Plain")
     assert findings(stack, "InferenceTiers-LOG1") == {"InferenceTiers-LOG1": ["Test/Plain/Resource"]}
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "accelerated"),
+    [
+        ("p5.48xlarge", True),
+        ("p4de.24xlarge", True),
+        ("g6e.12xlarge", True),
+        ("g4dn.xlarge", True),
+        ("gr6.4xlarge", True),
+        ("trn2.48xlarge", True),
+        ("inf2.xlarge", True),
+        ("ml.g5.2xlarge", True),
+        ("m7g.xlarge", False),
+        ("c7gn.large", False),
+        ("m7i.xlarge", False),
+    ],
+)
+def test_gpu1_knows_the_accelerated_families(instance_type: str, accelerated: bool) -> None:
+    assert is_accelerated(instance_type) is accelerated

@@ -17,7 +17,7 @@ from cdk_nag import NagMessageLevel, NagRuleCompliance
 from inference_tiers.nag import iam
 from inference_tiers.nag.rule import AppFacts, Resource, Result, Rule, findings
 
-_ACCELERATED = re.compile(r"(ml\.)?(p\d|g\d|trn\d|inf\d|dl\d)[a-z-]*\.[0-9a-z]+")
+_ACCELERATED = re.compile(r"(ml\.)?(p\d|g\d|gr\d|trn\d|inf\d|dl\d)[a-z-]*\.[0-9a-z]+")
 _ACCELERATED_AMI = ("NVIDIA", "GPU", "NEURON")
 
 
