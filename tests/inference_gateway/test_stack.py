@@ -78,7 +78,7 @@ def test_charts_are_pinned_and_installed_in_order(template: dict[str, Any]) -> N
     assert istiod["Version"] == ISTIO_VERSION
     assert json.loads(
         istiod["Values"]["Fn::Join"][1][0] if isinstance(istiod["Values"], dict) else istiod["Values"]
-    )["pilot"]["env"] == {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}
+    )["env"] == {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}
     assert charts["keda"][1]["Properties"]["Version"] == KEDA_VERSION
     crds = [
         r

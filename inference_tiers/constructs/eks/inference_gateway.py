@@ -50,6 +50,11 @@ from inference_tiers.k8s.inference_gateway_scaling import (
 from inference_tiers.validation import Args
 
 ISTIO_NAMESPACE = "istio-system"
+# Without this flag (pilot/pkg/features/experimental.go, default false) istiod ignores HTTPRoutes whose backend is
+# an InferencePool. The 1.30 istiod chart reads container env from top-level ``env`` (``pilot.env`` is the
+# IstioOperator spelling, which this chart ignores).
+ISTIOD_VALUES: dict[str, object] = {"env": {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}}
+KEDA_VALUES: dict[str, object] = {"podIdentity": {"aws": {"irsa": {"enabled": False}}}}
 KEDA_NAMESPACE = "keda"
 KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 TRIGGER_AUTHENTICATION = "keda-aws"
@@ -155,10 +160,7 @@ class InferenceGateway(Construct):
         acknowledge_chart_asset_read(cluster.kubectl_provider)
         self.istio_base = self._istio_chart("IstioBase", "base", {})
         self.istio_base.node.add_dependency(self.crds)
-        # Without this pilot flag istiod ignores HTTPRoutes whose backend is an InferencePool.
-        self.istiod = self._istio_chart(
-            "Istiod", "istiod", {"pilot": {"env": {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"}}}
-        )
+        self.istiod = self._istio_chart("Istiod", "istiod", ISTIOD_VALUES)
         self.istiod.node.add_dependency(self.istio_base)
 
         self.keda: eks.HelmChart | None = None
@@ -279,7 +281,8 @@ class InferenceGateway(Construct):
             release="keda",
             namespace=KEDA_NAMESPACE,
             create_namespace=True,
-            values={"podIdentity": {"aws": {"irsa": {"enabled": False}}}},
+            # EKS Pod Identity, not IRSA: the association below gives the operator its credentials.
+            values=KEDA_VALUES,
         )
         # The operator's first credentials come from the association: create it before the pods start.
         chart.node.add_dependency(association)
