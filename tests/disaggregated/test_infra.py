@@ -378,16 +378,16 @@ def _node_group(cluster_stack: tuple[cdk.Stack, EksCluster], **kwargs: Any) -> E
     [
         (
             {"instance_type": "g6.2xlarge"},
-            r"instance_type: got 'g6.2xlarge'; expected a GPU instance type with EFA",
+            r"instance_type' got 'g6.2xlarge'; expected a GPU instance type with EFA",
         ),
-        ({"instance_type": "p5.48xlarge", "efa_interfaces": 33}, r"efa_interfaces: got 33; expected 1 to 32"),
+        ({"instance_type": "p5.48xlarge", "efa_interfaces": 33}, r"efa_interfaces' got 33; expected 1 to 32"),
         (
             {"instance_type": "p5en.48xlarge", "efa_interfaces": 17},
-            r"efa_interfaces: got 17; expected 1 to 16",
+            r"efa_interfaces' got 17; expected 1 to 16",
         ),
         (
             {"capacity_mode": "capacity-block"},
-            r"capacity_reservation_id: got None; expected a reservation id",
+            r"capacity_reservation_id' got None; expected a reservation id",
         ),
         (
             {
@@ -395,7 +395,7 @@ def _node_group(cluster_stack: tuple[cdk.Stack, EksCluster], **kwargs: Any) -> E
                 "capacity_reservation_id": RESERVATION,
                 "placement_group": True,
             },
-            r"placement_group: got True; expected no placement group with capacity_mode capacity-block",
+            r"placement_group' got True; expected no placement group with capacity_mode capacity-block",
         ),
         (
             {
@@ -403,30 +403,30 @@ def _node_group(cluster_stack: tuple[cdk.Stack, EksCluster], **kwargs: Any) -> E
                 "capacity_reservation_id": RESERVATION,
                 "placement_group_name": "my-pg",
             },
-            r"placement_group_name: got 'my-pg'; expected no placement group",
+            r"placement_group_name' got 'my-pg'; expected no placement group",
         ),
         (
             {"capacity_reservation_id": RESERVATION},
-            r"capacity_reservation_id: .*no reservation id with .*on-demand",
+            r"capacity_reservation_id' got .*no reservation id with .*on-demand",
         ),
         (
             {"capacity_mode": "capacity-reservation", "capacity_reservation_id": "cr-1"},
-            r"capacity_reservation_id: got 'cr-1'; expected cr- followed by 8 or 17",
+            r"capacity_reservation_id' got 'cr-1'; expected cr- followed by 8 or 17",
         ),
-        ({"capacity_mode": "spot"}, r"capacity_mode: got 'spot'; expected one of on-demand"),
+        ({"capacity_mode": "spot"}, r"capacity_mode' got 'spot'; expected one of on-demand"),
         (
             {"placement_group": True, "placement_group_name": "pg"},
-            r"placement_group: got True; expected False",
+            r"placement_group' got True; expected False",
         ),
-        ({"node_count": 0}, r"node_count: got 0; expected an integer from 1 to 64"),
-        ({"imds_hop_limit": 3}, r"imds_hop_limit: got 3; expected an integer from 1 to 2"),
-        ({"root_volume_gib": 10}, r"root_volume_gib: got 10; expected an integer from 50"),
+        ({"node_count": 0}, r"node_count' got 0; expected an integer from 1 to 64"),
+        ({"imds_hop_limit": 3}, r"imds_hop_limit' got 3; expected an integer from 1 to 2"),
+        ({"root_volume_gib": 10}, r"root_volume_gib' got 10; expected an integer from 50"),
         (
             {"labels": {"bad key!": "x"}},
-            r"labels: got \{'bad key!': 'x'\}; expected a map of Kubernetes label",
+            r"labels' got \{'bad key!': 'x'\}; expected a map of Kubernetes label",
         ),
-        ({"labels": {"team": "not valid/value"}}, r"labels: got .*; expected a map of Kubernetes label"),
-        ({"labels": {"replicas": 2}}, r"labels: got \{'replicas': 2\}; expected .*label values \(strings\)"),
+        ({"labels": {"team": "not valid/value"}}, r"labels' got .*; expected a map of Kubernetes label"),
+        ({"labels": {"replicas": 2}}, r"labels' got \{'replicas': 2\}; expected .*label values \(strings\)"),
     ],
 )
 def test_invalid_efa_node_group_props_are_rejected(
@@ -469,13 +469,22 @@ def test_extra_node_labels_join_the_managed_ones(cluster_stack: tuple[cdk.Stack,
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"nvidia_chart_version": "0.19.2"}, r"nvidia_chart_version: got '0.19.2'; .*0.19.3 or later"),
-        ({"nvidia_chart_version": "latest"}, r"nvidia_chart_version: got 'latest'"),
-        ({"efa_chart_version": "v0.5"}, r"efa_chart_version: got 'v0.5'"),
-        ({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exist"}]}, r"tolerations: got .*'Exist'"),
-        ({"tolerations": [{"key": "gpu", "effect": "NoScheduled"}]}, r"tolerations: got .*effect one of"),
-        ({"tolerations": [{"key": 1}]}, r"tolerations: got \{'key': 1\}; expected Kubernetes tolerations"),
-        ({"tolerations": [{"keys": "gpu"}]}, r"tolerations: got \{'keys': 'gpu'\}"),
+        ({"nvidia_chart_version": "0.19.2"}, r"nvidia_chart_version' got '0.19.2'; .*0.19.3 or later"),
+        ({"nvidia_chart_version": "latest"}, r"nvidia_chart_version' got 'latest'"),
+        ({"efa_chart_version": "v0.5"}, r"efa_chart_version' got 'v0.5'"),
+        (
+            {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exist"}]},
+            r"tolerations\[0\]' got .*'Exist'",
+        ),
+        (
+            {"tolerations": [{"key": "gpu", "effect": "NoScheduled"}]},
+            r"tolerations\[0\]' got .*effect one of",
+        ),
+        (
+            {"tolerations": [{"key": 1}]},
+            r"tolerations\[0\]' got \{'key': 1\}; expected a Kubernetes toleration",
+        ),
+        ({"tolerations": [{"keys": "gpu"}]}, r"tolerations\[0\]' got \{'keys': 'gpu'\}"),
     ],
 )
 def test_device_plugin_versions_are_exact_nvidia_at_least_0_19_3_and_tolerations_valid(

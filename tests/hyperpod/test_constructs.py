@@ -110,7 +110,8 @@ def test_model_instance_type_must_be_in_an_instance_group(chart_dir: Path) -> No
     parts = Parts(chart_dir)
     with pytest.raises(
         ValueError,
-        match=r"instance type: got 'ml.g6e.12xlarge', which is not in any instance group; expected one of ml.p5.48xlarge",
+        match=r"HyperPodModelEndpoint: parameter 'endpoint.instance_types\[0\]' got 'ml.g6e.12xlarge'; expected an "
+        r"instance type of the HyperPod cluster's instance groups: ml.p5.48xlarge",
     ):
         parts.endpoint("ml.g6e.12xlarge")
 
@@ -118,7 +119,8 @@ def test_model_instance_type_must_be_in_an_instance_group(chart_dir: Path) -> No
 def test_custom_taints_with_deep_health_checks_are_rejected() -> None:
     taint = HyperPodTaint(key="dedicated", value="inference")
     with pytest.raises(
-        ValueError, match=r"instance group p5: got taints \['dedicated'\] with deep health checks"
+        ValueError,
+        match=r"HyperPodInstanceGroup: parameter 'taints' got \['dedicated'\]; expected no taints with deep",
     ):
         HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=1, taints=(taint,))
     group = HyperPodInstanceGroup(
@@ -151,15 +153,14 @@ def test_taints_and_labels_render_without_deep_health_checks(chart_dir: Path) ->
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"threads_per_core": 3}, r"threads_per_core: got 3; expected 1 or 2"),
+        ({"threads_per_core": 3}, r"'threads_per_core' got 3; expected one of 1, 2"),
         (
             {"instance_type": "p5.48xlarge"},
-            r"instance_type: got 'p5.48xlarge'; expected a SageMaker instance type",
+            r"'instance_type' got 'p5.48xlarge'; expected a SageMaker instance type",
         ),
-        ({"deep_health_checks": ("InstanceFlops",)}, r"deep_health_checks: got \['InstanceFlops'\]"),
-        ({"name": "bad_name"}, r"instance group name: got 'bad_name'"),
-        ({"training_plan_arn": "plan-1"}, r"training_plan_arn: got 'plan-1'"),
-        ({"taints": (HyperPodTaint("k", "v", "Evict"),), "deep_health_checks": ()}, r"got effect 'Evict'"),
+        ({"deep_health_checks": ("InstanceFlops",)}, r"'deep_health_checks\[0\]' got 'InstanceFlops'"),
+        ({"name": "bad_name"}, r"HyperPodInstanceGroup: parameter 'name' got 'bad_name'"),
+        ({"training_plan_arn": "plan-1"}, r"'training_plan_arn' got 'plan-1'"),
     ],
 )
 def test_instance_group_validation(kwargs: dict[str, Any], message: str) -> None:
@@ -169,7 +170,9 @@ def test_instance_group_validation(kwargs: dict[str, Any], message: str) -> None
 
 
 def test_duplicate_instance_groups_are_rejected(chart_dir: Path) -> None:
-    with pytest.raises(ValueError, match=r"instance_groups: got duplicate names \['p5', 'p5'\]"):
+    with pytest.raises(
+        ValueError, match=r"'instance_groups' got \['p5', 'p5'\]; expected instance groups with unique names"
+    ):
         Parts(chart_dir, groups=(P5, P5))
 
 
@@ -177,12 +180,14 @@ def test_chart_directory_must_hold_packaged_dependencies(tmp_path: Path) -> None
     unpackaged = write_minimal_chart(tmp_path / "unpackaged", package_dependencies=False)
     with pytest.raises(
         ValueError,
-        match=r"lacks the packaged sub-charts nvidia-device-plugin-0.16.1 in charts/.*fetch-dependency-chart.sh",
+        match=r"'chart_directory' got .*the packaged sub-charts nvidia-device-plugin-0.16.1 in charts/.*fetch-",
     ):
         Parts(unpackaged)
-    with pytest.raises(ValueError, match=r"has no Chart.yaml"):
+    with pytest.raises(ValueError, match=r"expected a directory with Chart.yaml"):
         Parts(tmp_path / "absent")
-    with pytest.raises(ValueError, match=r"has no Chart.yaml"):  # a name too long for the file system
+    with pytest.raises(
+        ValueError, match=r"expected a directory with Chart.yaml"
+    ):  # a name too long for the file system
         Parts(tmp_path / ("x" * 300))
 
 
@@ -191,12 +196,14 @@ def test_network_sizing_and_az_id_are_validated() -> None:
     assert hyperpod_ips_per_instance("ml.g5.12xlarge") == 50
     stack = cdk.Stack(cdk.App(), "Net")
     with pytest.raises(
-        ValueError, match=r"availability_zone_id: got 'us-east-1a'; expected an Availability Zone ID"
+        ValueError, match=r"'availability_zone_id' got 'us-east-1a'; expected an Availability Zone ID"
     ):
         HyperPodNetwork(stack, "A", availability_zone_id="us-east-1a")
-    with pytest.raises(ValueError, match=r"hyperpod_subnet_cidr: got '10.192.0.0/16'; .* does not overlap"):
+    with pytest.raises(
+        ValueError, match=r"'hyperpod_subnet_cidr' got '10.192.0.0/16'; expected a block outside the VPC"
+    ):
         HyperPodNetwork(stack, "B", availability_zone_id="use1-az4", hyperpod_subnet_cidr="10.192.0.0/16")
-    with pytest.raises(ValueError, match=r"need 810"):
+    with pytest.raises(ValueError, match=r"at least 810 usable addresses"):
         HyperPodNetwork(
             stack,
             "C",
@@ -204,7 +211,9 @@ def test_network_sizing_and_az_id_are_validated() -> None:
             hyperpod_subnet_cidr="10.1.0.0/23",
             required_ip_addresses=810,
         )
-    with pytest.raises(ValueError, match=r"expected IPv4 CIDR blocks"):
+    with pytest.raises(
+        ValueError, match=r"'hyperpod_subnet_cidr' got '10.1.0.0/33'; expected an IPv4 CIDR block"
+    ):
         HyperPodNetwork(stack, "D", availability_zone_id="use1-az4", hyperpod_subnet_cidr="10.1.0.0/33")
 
 

@@ -532,7 +532,7 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ({"hyperpod.instance_type": "ml.t3.medium"}, r"hyperpod.instance_type"),
         (
             {"hyperpod.dependency_chart_dir": "/nonexistent/chart"},
-            r"dependency chart directory.*no Chart.yaml",
+            r"HyperPodDependencyChart: parameter 'chart_directory' got .*expected a directory with Chart.yaml",
         ),
         (
             {
@@ -540,7 +540,7 @@ def test_prometheus_fsx_variant_without_registration() -> None:
                 "hyperpod.instance_type": "ml.p5.48xlarge",
                 "hyperpod.instance_count": 4,
             },
-            r"hyperpod_subnet_cidr: got '10.1.0.0/24' \(251 usable addresses\).* need 324",
+            r"hyperpod_subnet_cidr' got '10.1.0.0/24'; expected a block with at least 324 usable .*this one has 251",
         ),
     ],
 )

@@ -269,7 +269,7 @@ class EksCluster(Construct):
             lambda name, v: args.choice(name, v, eks.ClusterLoggingTypes),
             unique=True,
         )
-        args.instance("addon_versions", addon_versions, AddonVersions)
+        args.instance("addon_versions", addon_versions, AddonVersions, "an AddonVersions")
         _instance_type(args, "system_node_instance_type", system_node_instance_type)
         args.integer("system_node_count", system_node_count, minimum=1, maximum=10, allow_token=True)
         super().__init__(scope, construct_id)
@@ -462,6 +462,19 @@ class EksCluster(Construct):
             "AwsSolutions-L1",
             "aws_eks_v2 chooses the kubectl handler runtime itself (python3.13 in aws-cdk-lib 2.275) with no override",
         )
+
+
+def kubectl_cluster(args: Args, param: str, value: object) -> eks.ICluster:
+    """An ``ICluster`` (a construct, not a name or ARN) with a kubectl provider, which manifests and charts need."""
+    cluster = cast(eks.ICluster, args.implements(param, value, eks.ICluster))
+    if cluster.kubectl_provider is None:
+        raise args.error(
+            param,
+            cluster,
+            "a cluster created with kubectl_provider_options (a kubectl layer such as KubectlV35Layer), "
+            "such as EksCluster(...).cluster",
+        )
+    return cluster
 
 
 def as_cluster_ref(cluster: eks.Cluster) -> eks.ICluster:

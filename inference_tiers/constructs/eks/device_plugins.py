@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from inference_tiers.constructs.eks.cluster import as_cluster_ref
+from inference_tiers.constructs.eks.cluster import as_cluster_ref, kubectl_cluster
 from inference_tiers.constructs.eks.efa_node_group import GPU_TOLERATION
+from inference_tiers.validation import Args
 
 # aws/eks-charts aws-efa-k8s-device-plugin (image v0.5.20): knows p5, p5e, p5en and p6 instance types.
 EFA_DEVICE_PLUGIN_CHART_VERSION = "v0.5.30"
@@ -27,12 +28,15 @@ NVIDIA_DEVICE_PLUGIN_MINIMUM = (0, 19, 3)
 _SEMVER = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
+_ARGS = Args("GpuDevicePlugins")
+
+
 def _version(prop: str, value: str, minimum: tuple[int, int, int] | None = None) -> str:
-    match = _SEMVER.fullmatch(value)
+    match = _SEMVER.fullmatch(value) if isinstance(value, str) else None
     floor = ".".join(map(str, minimum)) if minimum else None
     accepted = "an exact chart version such as 1.2.3" + (f", {floor} or later" if floor else "")
     if match is None or (minimum is not None and tuple(map(int, match.groups())) < minimum):
-        raise ValueError(f"GpuDevicePlugins {prop}: got {value!r}; expected {accepted}")
+        raise _ARGS.error(prop, value, accepted)
     return value
 
 
@@ -42,7 +46,8 @@ _EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
 
 def _check_tolerations(tolerations: Sequence[Mapping[str, str]]) -> None:
-    for toleration in tolerations:
+    checked: tuple[object, ...] = _ARGS.sequence("tolerations", tolerations)
+    for index, toleration in enumerate(checked):
         if (
             not isinstance(toleration, Mapping)
             or not set(toleration) <= _TOLERATION_FIELDS
@@ -50,10 +55,11 @@ def _check_tolerations(tolerations: Sequence[Mapping[str, str]]) -> None:
             or toleration.get("operator", "Equal") not in _OPERATORS
             or toleration.get("effect", "NoSchedule") not in _EFFECTS
         ):
-            raise ValueError(
-                f"GpuDevicePlugins tolerations: got {toleration!r}; expected Kubernetes tolerations with string "
-                f"fields {sorted(_TOLERATION_FIELDS)}, operator one of {sorted(_OPERATORS)} and effect one of "
-                f"{sorted(_EFFECTS)}"
+            raise _ARGS.error(
+                f"tolerations[{index}]",
+                toleration,
+                f"a Kubernetes toleration with string fields {sorted(_TOLERATION_FIELDS)}, operator one of "
+                f"{sorted(_OPERATORS)} and effect one of {sorted(_EFFECTS)}",
             )
 
 
@@ -80,6 +86,7 @@ class GpuDevicePlugins(Construct):
         :param efa_chart_version: aws-efa-k8s-device-plugin chart version. Default: v0.5.30.
         :param nvidia_chart_version: nvidia-device-plugin chart version, 0.19.3 or later. Default: 0.19.3.
         """
+        cluster = kubectl_cluster(_ARGS, "cluster", cluster)  # type: ignore[assignment]
         super().__init__(scope, construct_id)
         _version("efa_chart_version", efa_chart_version)
         _version("nvidia_chart_version", nvidia_chart_version, NVIDIA_DEVICE_PLUGIN_MINIMUM)

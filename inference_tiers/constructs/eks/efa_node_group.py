@@ -25,15 +25,16 @@ import re
 from collections.abc import Mapping
 from typing import Literal, get_args
 
-from aws_cdk import Fn, Token
+from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from inference_tiers.constructs.eks.cluster import as_cluster_ref, create_node_role
+from inference_tiers.constructs.eks.cluster import as_cluster_ref, create_node_role, kubectl_cluster
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import is_label_map
+from inference_tiers.validation import Args, is_token
 
 CapacityMode = Literal["on-demand", "capacity-reservation", "capacity-block"]
 CAPACITY_MODES: tuple[str, ...] = get_args(CapacityMode)
@@ -88,8 +89,11 @@ def efa_network_interfaces(
     ]
 
 
+_ARGS = Args("EfaNodeGroup")
+
+
 def _error(prop: str, value: object, accepted: str) -> ValueError:
-    return ValueError(f"EfaNodeGroup {prop}: got {value!r}; expected {accepted}")
+    return _ARGS.error(prop, value, accepted)
 
 
 class EfaNodeGroup(Construct):
@@ -144,6 +148,19 @@ class EfaNodeGroup(Construct):
             must call IMDS themselves.
         :param labels: extra Kubernetes node labels. Default: none.
         """
+        args = _ARGS
+        cluster = kubectl_cluster(args, "cluster", cluster)  # type: ignore[assignment]
+        args.implements("subnet", subnet, ec2.ISubnet)
+        if placement_group is not None:
+            args.boolean("placement_group", placement_group)
+        if placement_group_name is not None:
+            args.text("placement_group_name", placement_group_name)
+        if capacity_reservation_id is not None:
+            args.text("capacity_reservation_id", capacity_reservation_id)
+        if efa_interfaces is not None:
+            args.integer("efa_interfaces", efa_interfaces, minimum=1)
+        if node_role is not None:
+            args.implements("node_role", node_role, iam.IRole)
         super().__init__(scope, construct_id)
         self.instance = _validate_instance_type(instance_type)
         self.efa_interfaces = _validate_efa_interfaces(efa_interfaces, self.instance)
@@ -258,7 +275,7 @@ class EfaNodeGroup(Construct):
 
 
 def _validate_instance_type(name: str) -> GpuInstanceType:
-    facts = GPU_INSTANCE_TYPES.get(name)
+    facts = GPU_INSTANCE_TYPES.get(name) if isinstance(name, str) else None
     efa_types = ", ".join(n for n, t in GPU_INSTANCE_TYPES.items() if t.supports_efa)
     if facts is None or not facts.supports_efa:
         raise _error("instance_type", name, f"a GPU instance type with EFA: {efa_types}")
@@ -278,17 +295,14 @@ def _validate_efa_interfaces(requested: int | None, instance: GpuInstanceType) -
 
 
 def _validate_range(prop: str, value: int, minimum: int, maximum: int) -> None:
-    if not Token.is_unresolved(value) and (
-        isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum
-    ):
-        raise _error(prop, value, f"an integer from {minimum} to {maximum}")
+    _ARGS.integer(prop, value, minimum=minimum, maximum=maximum, allow_token=True)
 
 
 def _validate_capacity(
     mode: str, reservation_id: str | None, placement_group: bool | None, placement_group_name: str | None
 ) -> bool:
     """Check the capacity props together; returns whether to create a placement group."""
-    if mode not in CAPACITY_MODES:
+    if not isinstance(mode, str) or mode not in CAPACITY_MODES:
         raise _error("capacity_mode", mode, "one of " + ", ".join(CAPACITY_MODES))
     if mode == "on-demand" and reservation_id is not None:
         raise _error(
@@ -300,7 +314,7 @@ def _validate_capacity(
         raise _error("capacity_reservation_id", None, f"a reservation id (cr-...) with capacity_mode {mode}")
     if (
         reservation_id is not None
-        and not Token.is_unresolved(reservation_id)
+        and not is_token(reservation_id)
         and not _RESERVATION_ID.fullmatch(reservation_id)
     ):
         raise _error("capacity_reservation_id", reservation_id, "cr- followed by 8 or 17 hexadecimal digits")
@@ -316,9 +330,7 @@ def _validate_capacity(
             raise _error(
                 "placement_group", True, "False or unset when placement_group_name names an existing group"
             )
-        if not Token.is_unresolved(placement_group_name) and not _PLACEMENT_GROUP_NAME.fullmatch(
-            placement_group_name
-        ):
+        if not is_token(placement_group_name) and not _PLACEMENT_GROUP_NAME.fullmatch(placement_group_name):
             raise _error(
                 "placement_group_name", placement_group_name, "a placement group name (1-255 characters)"
             )

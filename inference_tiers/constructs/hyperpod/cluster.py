@@ -34,6 +34,7 @@ from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
+from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "hyperpod"
 LIFECYCLE_SCRIPTS = ASSETS / "lifecycle"
@@ -47,9 +48,17 @@ NODES_READY_TIMEOUT = Duration.hours(2)
 
 @dataclass(frozen=True)
 class HyperPodTaint:
+    """A Kubernetes taint HyperPod puts on every node of an instance group."""
+
     key: str
     value: str
     effect: str = "NoSchedule"
+
+    def __post_init__(self) -> None:
+        args = Args("HyperPodTaint")
+        args.text("key", self.key, max_length=316, allow_token=False)
+        args.text("value", self.value, min_length=0, max_length=63, allow_token=False)
+        args.one_of("effect", self.effect, _TAINT_EFFECTS)
 
 
 @dataclass(frozen=True)
@@ -70,49 +79,43 @@ class HyperPodInstanceGroup:
     taints: tuple[HyperPodTaint, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _GROUP_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"instance group name: got {self.name!r}; expected letters, digits and '-' (at most 63)"
+        args = Args("HyperPodInstanceGroup")
+        args.text(
+            "name", self.name, pattern=_GROUP_NAME.pattern, description="letters, digits and '-' (at most 63)"
+        )
+        args.text(
+            "instance_type",
+            self.instance_type,
+            pattern=r"ml\.[a-z0-9-]+\.[a-z0-9]+",
+            description="a SageMaker instance type such as ml.g6e.12xlarge or ml.p5.48xlarge",
+            allow_token=False,
+        )
+        args.integer("instance_count", self.instance_count, minimum=0, maximum=256, allow_token=True)
+        args.one_of("threads_per_core", self.threads_per_core, (1, 2))
+        args.integer("ebs_volume_gb", self.ebs_volume_gb, minimum=1, maximum=16384, allow_token=True)
+        args.sequence(
+            "deep_health_checks",
+            self.deep_health_checks,
+            lambda name, v: args.one_of(name, v, DEEP_HEALTH_CHECKS),
+            unique=True,
+        )
+        if self.training_plan_arn is not None:
+            args.text(
+                "training_plan_arn",
+                self.training_plan_arn,
+                pattern=r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[\w-]+",
+                description="arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
             )
-        if not re.fullmatch(r"ml\.[a-z0-9-]+\.[a-z0-9]+", self.instance_type):
-            raise ValueError(
-                f"instance group {self.name} instance_type: got {self.instance_type!r}; expected a SageMaker "
-                "instance type such as ml.g6e.12xlarge or ml.p5.48xlarge"
-            )
-        if not 0 <= self.instance_count <= 256:
-            raise ValueError(
-                f"instance group {self.name} instance_count: got {self.instance_count}; expected 0-256"
-            )
-        if self.threads_per_core not in (1, 2):
-            raise ValueError(
-                f"instance group {self.name} threads_per_core: got {self.threads_per_core}; expected 1 or 2"
-            )
-        if not 1 <= self.ebs_volume_gb <= 16384:
-            raise ValueError(
-                f"instance group {self.name} ebs_volume_gb: got {self.ebs_volume_gb}; expected 1-16384"
-            )
-        unknown = [c for c in self.deep_health_checks if c not in DEEP_HEALTH_CHECKS]
-        if unknown:
-            raise ValueError(
-                f"instance group {self.name} deep_health_checks: got {list(self.deep_health_checks)}; expected "
-                f"a subset of {', '.join(DEEP_HEALTH_CHECKS)}"
-            )
-        if self.taints and self.deep_health_checks:
-            raise ValueError(
-                f"instance group {self.name}: got taints {[t.key for t in self.taints]} with deep health checks "
-                f"{list(self.deep_health_checks)}; HyperPod rejects custom taints on groups with deep health "
-                "checks, so expected either no taints or deep_health_checks=()"
-            )
-        for taint in self.taints:
-            if taint.effect not in _TAINT_EFFECTS:
-                raise ValueError(
-                    f"instance group {self.name} taint {taint.key}: got effect {taint.effect!r}; expected one of "
-                    f"{', '.join(_TAINT_EFFECTS)}"
-                )
-        if self.training_plan_arn is not None and ":training-plan/" not in self.training_plan_arn:
-            raise ValueError(
-                f"instance group {self.name} training_plan_arn: got {self.training_plan_arn!r}; expected "
-                "arn:aws:sagemaker:<region>:<account>:training-plan/<name>"
+        args.mapping("labels", self.labels, lambda name, v: args.text(name, v, min_length=0))
+        taints = args.sequence(
+            "taints", self.taints, lambda name, v: args.instance(name, v, HyperPodTaint, "a HyperPodTaint")
+        )
+        if taints and self.deep_health_checks:
+            raise args.error(
+                "taints",
+                [t.key for t in taints],
+                f"no taints with deep health checks {list(self.deep_health_checks)} (HyperPod rejects custom "
+                "taints on groups with deep health checks): either no taints or deep_health_checks=()",
             )
 
 
@@ -151,19 +154,52 @@ class HyperPodCluster(Construct):
             upload); its policy must let CloudWatch Logs use it (``allow_log_encryption``). Default: a new
             rotated, retained key with that grant.
         """
-        super().__init__(scope, construct_id)
-        if not instance_groups:
-            raise ValueError("instance_groups: got none; expected at least one HyperPodInstanceGroup")
-        names = [g.name for g in instance_groups]
+        args = Args("HyperPodCluster")
+        args.implements("cluster", cluster, eks.ICluster)
+        args.sequence(
+            "subnets",
+            subnets,
+            lambda name, v: args.implements(name, v, ec2.ISubnet),
+            min_items=1,
+            max_items=16,
+        )
+        args.sequence(
+            "security_groups",
+            security_groups,
+            lambda name, v: args.implements(name, v, ec2.ISecurityGroup),
+            max_items=4,
+        )
+        groups = args.sequence(
+            "instance_groups",
+            instance_groups,
+            lambda name, v: args.instance(name, v, HyperPodInstanceGroup, "a HyperPodInstanceGroup"),
+            min_items=1,
+            max_items=100,
+        )
+        names = [g.name for g in groups]
         if len(set(names)) != len(names):
-            raise ValueError(f"instance_groups: got duplicate names {names}; expected unique names")
-        if node_recovery not in ("Automatic", "None"):
-            raise ValueError(f"node_recovery: got {node_recovery!r}; expected Automatic or None")
+            raise args.error("instance_groups", names, "instance groups with unique names")
+        args.instance("dependency_chart", dependency_chart, HyperPodDependencyChart)
+        args.sequence("wait_for", wait_for, lambda name, v: args.implements(name, v, IDependable))
+        args.instance("lifecycle_scripts", lifecycle_scripts, Path, "a pathlib.Path of a directory")
         if not (lifecycle_scripts / "on_create.sh").is_file():
-            raise ValueError(
-                f"lifecycle_scripts: got {str(lifecycle_scripts)!r} without on_create.sh; expected a directory "
-                "with on_create.sh and the scripts it runs"
+            raise args.error(
+                "lifecycle_scripts",
+                str(lifecycle_scripts),
+                "a directory with on_create.sh and the scripts it runs",
             )
+        if access_logs_bucket is not None:
+            args.implements("access_logs_bucket", access_logs_bucket, s3.IBucket)
+        args.one_of("node_recovery", node_recovery, ("Automatic", "None"))
+        args.duration(
+            "nodes_ready_timeout",
+            nodes_ready_timeout,
+            minimum=Duration.minutes(10),
+            maximum=Duration.hours(2),
+        )
+        if log_key is not None:
+            args.implements("log_key", log_key, kms.IKey)
+        super().__init__(scope, construct_id)
         self.instance_groups = tuple(instance_groups)
         self.log_key: kms.IKey = log_key or _log_key(self)
 

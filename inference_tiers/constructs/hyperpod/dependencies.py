@@ -21,6 +21,8 @@ from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.eks.cluster import kubectl_cluster
+from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "hyperpod"
 FETCH_SCRIPT = ASSETS / "fetch-dependency-chart.sh"
@@ -53,8 +55,23 @@ class HyperPodDependencyChart(Construct):
             the stack's region (the agent cannot always detect it).
         :param release: Helm release name. Default ``hyperpod-dependencies`` (as in the AWS templates).
         """
+        args = Args("HyperPodDependencyChart")
+        cluster = kubectl_cluster(args, "cluster", cluster)
+        args.instance("chart_directory", chart_directory, Path, "a pathlib.Path of the packaged chart")
+        if values is not None:
+            args.mapping("values", values)
+        args.text(
+            "release",
+            release,
+            pattern=r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?",
+            description="a Helm release name (lowercase letters, digits and '-', at most 53)",
+            allow_token=False,
+        )
+        try:
+            check_chart_directory(chart_directory)
+        except ValueError as error:
+            raise args.error("chart_directory", str(chart_directory), str(error)) from None
         super().__init__(scope, construct_id)
-        check_chart_directory(chart_directory)
         # Absolute: the jsii kernel resolves a relative path against its own working directory, not Python's.
         self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory.resolve()))
         self.chart = eks.HelmChart(
@@ -90,7 +107,8 @@ class HyperPodDependencyChart(Construct):
 
 
 def check_chart_directory(chart_directory: Path) -> None:
-    """Raise ValueError unless ``chart_directory`` holds a Helm chart with all its dependencies packaged."""
+    """Raise ValueError (saying what is expected) unless ``chart_directory`` holds a Helm chart with all its
+    dependencies packaged."""
     how = f"run {FETCH_SCRIPT.name} (inference_tiers/assets/hyperpod/) with helm and internet access first"
     chart_yaml = chart_directory / "Chart.yaml"
     try:
@@ -98,10 +116,7 @@ def check_chart_directory(chart_directory: Path) -> None:
     except OSError:  # is_file() raises, not returns False, for a name the file system rejects (too long)
         has_chart = False
     if not has_chart:
-        raise ValueError(
-            f"dependency chart directory: got {str(chart_directory)!r}, which has no Chart.yaml; expected the "
-            f"packaged HyperPodHelmChart directory ({how})"
-        )
+        raise ValueError(f"a directory with Chart.yaml: the packaged HyperPodHelmChart ({how})")
     metadata = yaml.safe_load(chart_yaml.read_text()) or {}
     charts = chart_directory / "charts"
     missing = [
@@ -111,6 +126,6 @@ def check_chart_directory(chart_directory: Path) -> None:
     ]
     if missing:
         raise ValueError(
-            f"dependency chart directory: {str(chart_directory)!r} lacks the packaged sub-charts "
-            f"{', '.join(missing)} in charts/; expected them there ({how}: it runs helm dependency build)"
+            f"the packaged sub-charts {', '.join(missing)} in charts/, which are missing ({how}: it runs helm "
+            "dependency build)"
         )

@@ -24,6 +24,8 @@ from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.eks.lb_controller_policy import load_balancer_controller_statements
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
+from inference_tiers.constructs.hyperpod.observability import ADDON_VERSION_PATTERN, ADDON_VERSION_TEXT
+from inference_tiers.validation import Args
 
 INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
 OPERATOR_ROLE_PREFIX = "SageMakerHyperPodInference"
@@ -90,13 +92,32 @@ class HyperPodInferenceOperator(Construct):
         :param access_logs_bucket: server access logs of the TLS bucket. Default: no access logs.
         :param addon_versions: add-on name to pinned version. Default :data:`DEFAULT_ADDON_VERSIONS`.
         """
-        super().__init__(scope, construct_id)
-        missing = sorted(set(DEFAULT_ADDON_VERSIONS) - set(addon_versions))
-        if missing:
-            raise ValueError(
-                f"addon_versions: got {sorted(addon_versions)}; expected a version for each of "
-                f"{', '.join(sorted(DEFAULT_ADDON_VERSIONS))} (missing {', '.join(missing)})"
+        args = Args("HyperPodInferenceOperator")
+        cluster = args.implements("cluster", cluster, eks.ICluster)
+        args.instance("hyperpod_cluster", hyperpod_cluster, HyperPodCluster)
+        args.sequence("model_buckets", model_buckets, lambda name, v: args.implements(name, v, s3.IBucket))
+        if prometheus_workspace_arn is not None:
+            args.text(
+                "prometheus_workspace_arn",
+                prometheus_workspace_arn,
+                pattern=r"arn:aws[a-z-]*:aps:[a-z0-9-]+:[0-9]{12}:workspace/ws-[\w-]+",
+                description="an Amazon Managed Prometheus workspace ARN",
             )
+        if access_logs_bucket is not None:
+            args.implements("access_logs_bucket", access_logs_bucket, s3.IBucket)
+        versions = args.mapping(
+            "addon_versions",
+            addon_versions,
+            lambda name, v: args.text(name, v, pattern=ADDON_VERSION_PATTERN, description=ADDON_VERSION_TEXT),
+        )
+        missing = sorted(set(DEFAULT_ADDON_VERSIONS) - set(versions))
+        if missing:
+            raise args.error(
+                "addon_versions",
+                sorted(versions),
+                f"a version for each of {', '.join(sorted(DEFAULT_ADDON_VERSIONS))} (missing {', '.join(missing)})",
+            )
+        super().__init__(scope, construct_id)
         self._cluster = cluster
         suffix = Names.unique_id(self)[-8:].lower()
 

@@ -7,9 +7,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
 from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
 from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, render_inference_endpoint_config
+from inference_tiers.validation import Args
 
 
 class HyperPodModelEndpoint(Construct):
@@ -35,14 +37,20 @@ class HyperPodModelEndpoint(Construct):
         :param operator: the inference operator add-on the manifest depends on.
         :param endpoint: the model, worker, scaling and registration (validated when it was created).
         """
-        super().__init__(scope, construct_id)
+        args = Args("HyperPodModelEndpoint")
+        cluster = kubectl_cluster(args, "cluster", cluster)
+        args.instance("hyperpod_cluster", hyperpod_cluster, HyperPodCluster)
+        args.instance("operator", operator, HyperPodInferenceOperator)
+        args.instance("endpoint", endpoint, InferenceEndpoint)
         offered = hyperpod_cluster.instance_types
-        for instance_type in endpoint.instance_types:
+        for index, instance_type in enumerate(endpoint.instance_types):
             if instance_type not in offered:
-                raise ValueError(
-                    f"endpoint {endpoint.name} instance type: got {instance_type!r}, which is not in any "
-                    f"instance group; expected one of {', '.join(offered)}"
+                raise args.error(
+                    f"endpoint.instance_types[{index}]",
+                    instance_type,
+                    f"an instance type of the HyperPod cluster's instance groups: {', '.join(offered)}",
                 )
+        super().__init__(scope, construct_id)
         self.endpoint = endpoint
         self.document = render_inference_endpoint_config(endpoint)
         self.manifest = eks.KubernetesManifest(
@@ -52,10 +60,19 @@ class HyperPodModelEndpoint(Construct):
 
     def metric(self, metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
         """A metric of the registered SageMaker endpoint (``AWS/SageMaker``); needs ``endpoint_name``."""
+        args = Args("HyperPodModelEndpoint.metric")
         if self.endpoint.endpoint_name is None:
-            raise ValueError(
-                f"endpoint {self.endpoint.name}: metrics need endpoint_name (a registered SageMaker endpoint)"
+            raise args.error(
+                "metric_name",
+                metric_name,
+                "an endpoint with endpoint_name (metrics exist only when registered)",
             )
+        args.text("metric_name", metric_name, pattern=r"[A-Za-z0-9_.:-]{1,255}", allow_token=False)
+        args.one_of(
+            "statistic",
+            statistic,
+            ("Sum", "Average", "Minimum", "Maximum", "SampleCount", "p50", "p90", "p99"),
+        )
         return cloudwatch.Metric(
             namespace="AWS/SageMaker",
             metric_name=metric_name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 
 import jsii
-from aws_cdk import CfnTag, Token
+from aws_cdk import CfnTag
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -19,6 +19,7 @@ from constructs import Construct
 from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.instance_types import find_gpu_instance_type
+from inference_tiers.validation import Args, is_token
 
 # Tags the AWS Load Balancer Controller (bundled in the inference add-on) uses to find subnets.
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
@@ -71,13 +72,32 @@ class HyperPodNetwork(Construct):
         :param flow_log_key: KMS key of the VPC flow-log group (its policy gets the CloudWatch Logs grant).
             Default: a new rotated key, retained on stack deletion.
         """
-        super().__init__(scope, construct_id)
-        _check_subnet(hyperpod_subnet_cidr, vpc_cidr, required_ip_addresses)
-        if not Token.is_unresolved(availability_zone_id) and not _is_az_id(availability_zone_id):
-            raise ValueError(
-                f"availability_zone_id: got {availability_zone_id!r}; expected an Availability Zone ID such as "
-                "usw2-az2 or use1-az4 (aws ec2 describe-availability-zones shows ZoneId)"
+        args = Args("HyperPodNetwork")
+        az_text = (
+            "an Availability Zone ID such as usw2-az2 or use1-az4 (describe-availability-zones shows ZoneId)"
+        )
+        args.text("availability_zone_id", availability_zone_id, description=az_text)
+        if not is_token(availability_zone_id) and not _is_az_id(availability_zone_id):
+            raise args.error("availability_zone_id", availability_zone_id, az_text)
+        primary = _cidr(args, "vpc_cidr", vpc_cidr, 16, 18)
+        network = _cidr(args, "hyperpod_subnet_cidr", hyperpod_subnet_cidr, 16, 28)
+        required = args.integer("required_ip_addresses", required_ip_addresses, minimum=0)
+        args.integer("nat_gateways", nat_gateways, minimum=1, maximum=2)
+        if flow_log_key is not None:
+            args.implements("flow_log_key", flow_log_key, kms.IKey)
+        if network.overlaps(primary):
+            raise args.error(
+                "hyperpod_subnet_cidr", hyperpod_subnet_cidr, f"a block outside the VPC CIDR {vpc_cidr}"
             )
+        usable = network.num_addresses - _AWS_RESERVED_IPS_PER_SUBNET
+        if usable < required:
+            raise args.error(
+                "hyperpod_subnet_cidr",
+                hyperpod_subnet_cidr,
+                f"a block with at least {required} usable addresses for the instance groups (81 per "
+                f"ml.p5.48xlarge in EKS mode; this one has {usable}), such as 10.1.0.0/16",
+            )
+        super().__init__(scope, construct_id)
 
         nat = ec2.NatProvider.gateway()
         # The S3 gateway endpoint is added below, once the HyperPod subnet's route table exists.
@@ -177,23 +197,13 @@ def _is_az_id(value: str) -> bool:
     return bool(prefix) and prefix.isalnum() and prefix[-1].isdigit() and zone.isdigit()
 
 
-def _check_subnet(hyperpod_cidr: str, vpc_cidr: str, required_ips: int) -> None:
+def _cidr(args: Args, name: str, value: object, shortest: int, longest: int) -> ipaddress.IPv4Network:
+    accepted = f"an IPv4 CIDR block from /{shortest} to /{longest} (no host bits) such as 10.1.0.0/16"
+    text = args.text(name, value, description=accepted, allow_token=False)
     try:
-        network = ipaddress.ip_network(hyperpod_cidr)
-        primary = ipaddress.ip_network(vpc_cidr)
+        network = ipaddress.IPv4Network(text)
     except ValueError:
-        raise ValueError(
-            f"hyperpod_subnet_cidr/vpc_cidr: got {hyperpod_cidr!r} and {vpc_cidr!r}; expected IPv4 CIDR blocks "
-            "such as 10.1.0.0/16 and 10.192.0.0/16"
-        ) from None
-    if not 16 <= network.prefixlen <= 28 or network.overlaps(primary):
-        raise ValueError(
-            f"hyperpod_subnet_cidr: got {hyperpod_cidr!r}; expected a /16 to /28 block that does not overlap "
-            f"the VPC CIDR {vpc_cidr}"
-        )
-    usable = network.num_addresses - _AWS_RESERVED_IPS_PER_SUBNET
-    if usable < required_ips:
-        raise ValueError(
-            f"hyperpod_subnet_cidr: got {hyperpod_cidr!r} ({usable} usable addresses); the instance groups need "
-            f"{required_ips} (81 per ml.p5.48xlarge in EKS mode); expected a larger block such as 10.1.0.0/16"
-        )
+        raise args.error(name, text, accepted) from None
+    if not shortest <= network.prefixlen <= longest:
+        raise args.error(name, text, accepted)
+    return network

@@ -20,11 +20,14 @@ from inference_tiers.constructs.common.trust import (
     service_for_account,
 )
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
+from inference_tiers.validation import Args
 
 OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
 # Pinned: the add-on version seen running with this configuration schema (AMP endpoint + metric levels);
 # confirm with `aws eks describe-addon-versions --addon-name amazon-sagemaker-hyperpod-observability`.
 OBSERVABILITY_ADDON_VERSION = "v1.0.4-eksbuild.1"
+ADDON_VERSION_PATTERN = r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"
+ADDON_VERSION_TEXT = "an EKS add-on version such as v1.0.4-eksbuild.1 (aws eks describe-addon-versions)"
 COLLECTOR_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
 
 
@@ -48,6 +51,13 @@ class HyperPodObservability(Construct):
             which the account must have enabled). Default False.
         :param addon_version: pinned add-on version. Default :data:`OBSERVABILITY_ADDON_VERSION`.
         """
+        args = Args("HyperPodObservability")
+        args.implements("cluster", cluster, eks.ICluster)
+        args.instance("hyperpod_cluster", hyperpod_cluster, HyperPodCluster)
+        args.boolean("grafana_workspace", grafana_workspace)
+        args.text(
+            "addon_version", addon_version, pattern=ADDON_VERSION_PATTERN, description=ADDON_VERSION_TEXT
+        )
         super().__init__(scope, construct_id)
         self.workspace = aps.CfnWorkspace(self, "Prometheus", alias=f"{Stack.of(self).stack_name}-hyperpod")
         self.prometheus_endpoint = self.workspace.attr_prometheus_endpoint
