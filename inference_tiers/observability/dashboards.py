@@ -334,6 +334,22 @@ def all_dashboards() -> dict[str, dict[str, Any]]:
                     [prometheus(f"sum by (job) (vllm:num_requests_waiting{_SELECTED})", "{{job}}")],
                 ),
                 timeseries(
+                    "Router requests per second by route",
+                    [
+                        prometheus(
+                            "sum by (route) (rate(vllm_router_requests_total[$__rate_interval]))", "{{route}}"
+                        )
+                    ],
+                    "reqps",
+                ),
+                timeseries(
+                    "Router: healthy workers",
+                    [
+                        prometheus("sum(vllm_router_worker_health)", "healthy"),
+                        prometheus("vllm_router_active_workers"),
+                    ],
+                ),
+                timeseries(
                     "KV-cache usage by pool",
                     [prometheus(f"max by (job) (vllm:kv_cache_usage_perc{_SELECTED})", "{{job}}")],
                     "percentunit",

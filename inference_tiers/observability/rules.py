@@ -4,7 +4,7 @@
 Recording rules precompute what both the alerts and the dashboards read (named ``level:metric:operation``, the
 Prometheus convention), so a threshold change never edits a quantile twice. Metric names come from the pinned
 components only: vLLM V1 (``vllm:*``), dcgm-exporter's default counters (``DCGM_FI_*``), LiteLLM's prometheus
-callback (``litellm_*``), the EFA node exporter (``node_amazonefa_*``) and the scrape loop's ``up``; the tests
+callback (``litellm_*``), vllm-router (``vllm_router_*``), the EFA node exporter (``node_amazonefa_*``) and the scrape loop's ``up``; the tests
 check every expression against the per-version allow-lists in tests/data.
 """
 
@@ -193,6 +193,20 @@ def rule_groups(thresholds: AlertThresholds | None = None) -> tuple[RuleGroup, .
                     "KV cache of {{ $labels.model_name }} is {{ $value | humanizePercentage }} full",
                     f"Above {_n(t.kv_cache_usage_ratio)} for 5 minutes: requests are being preempted and "
                     "recomputed. Lower max_model_len or max_num_seqs, or add replicas.",
+                ),
+            ),
+        ),
+        RuleGroup(
+            "inference-tiers-router",
+            (
+                Alert(
+                    "VllmRouterWorkerUnhealthy",
+                    "min by (worker) (vllm_router_worker_health) == 0",
+                    "5m",
+                    "warning",
+                    "vllm-router takes no traffic to {{ $labels.worker }}",
+                    "The router's health check of this worker has failed for 5 minutes: it routes around it, so "
+                    "the pool serves with less capacity. Check the worker pod (vLLM /health).",
                 ),
             ),
         ),

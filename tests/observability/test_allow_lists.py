@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 from tests.harness import PROJECT_ROOT
 from tests.observability.tools import ALLOW_LISTS, allowed_names
@@ -21,6 +23,18 @@ def test_litellm_list_is_of_the_release_the_gateway_pins() -> None:
     )
     assert pinned, "tools/gateway/requirements.txt pins no litellm release"
     assert f"LiteLLM {pinned.group(1)} exports" in ALLOW_LISTS["litellm"].read_text().splitlines()[0]
+
+
+def test_router_list_is_what_the_pinned_router_exports_now() -> None:
+    """Runs the real vllm-router of the dev extra on loopback (tools/observability/router_metric_names.py)."""
+    result = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "tools/observability/router_metric_names.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout == ALLOW_LISTS["vllm-router"].read_text()
 
 
 def test_lists_hold_only_prometheus_metric_names() -> None:

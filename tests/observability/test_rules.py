@@ -76,6 +76,15 @@ CASES: dict[str, tuple[list[dict[str, str]], dict[str, str], str, list[dict[str,
         "KV cache of m is 99% full",
         _series(('vllm:kv_cache_usage_perc{model_name="m", engine="0"}', "0.5x40")),
     ),
+    "VllmRouterWorkerUnhealthy": (
+        _series(
+            ('vllm_router_worker_health{worker="http://10.0.1.5:8000"}', "1x10 0x30"),
+            ('vllm_router_worker_health{worker="http://10.0.1.6:8000"}', "1x40"),
+        ),
+        {"worker": "http://10.0.1.5:8000"},
+        "vllm-router takes no traffic to http://10.0.1.5:8000",
+        _series(('vllm_router_worker_health{worker="http://10.0.1.5:8000"}', "1x10 0x2 1x28")),
+    ),
     "GpuUtilizationSaturated": (
         _series(
             ('DCGM_FI_DEV_GPU_UTIL{Hostname="h", gpu="0"}', "99x40"),

@@ -14,6 +14,7 @@ ALLOW_LISTS = {
     "litellm": DATA_DIR / "observability" / "litellm-metrics.txt",
     "dcgm": DATA_DIR / "observability" / "dcgm-exporter-metrics.txt",
     "efa": DATA_DIR / "observability" / "efa-node-exporter-metrics.txt",
+    "vllm-router": DATA_DIR / "observability" / "vllm-router-metrics.txt",
     "prometheus": DATA_DIR / "observability" / "prometheus-metrics.txt",
 }
 
