@@ -444,8 +444,10 @@ def claim_command(tenant: TenantSpec, ttl_minutes: int) -> str:
 def admission_policy(runtime_class_name: str) -> list[Manifest]:
     """A ValidatingAdmissionPolicy (and its binding) for every namespace labelled as a sandbox tenant's."""
     name = "inference-tiers-sandbox-tenants"
+    # Parenthesised as a whole: a member call binds tighter than +, so without them .all() would apply to the
+    # init containers alone (and the sum to a bool, an evaluation error that fails every pod).
     containers = (
-        "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
+        "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
     )
     return [
         {
