@@ -51,3 +51,18 @@ def test_keda_values_are_keys_of_the_pinned_chart_and_the_service_account_matche
         assert _has(chart, path), path
     # The Pod Identity association names the operator's service account as the chart creates it.
     assert chart["serviceAccount"]["operator"]["name"] == KEDA_OPERATOR_SERVICE_ACCOUNT
+
+
+def test_every_trigger_metadata_key_is_read_by_the_pinned_keda_scaler() -> None:
+    from tests.inference_gateway.test_manifests import every_manifest
+
+    known: dict[str, set[str]] = {}
+    for line in (DATA / "keda" / "scaler-metadata-v2.20.2.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            scaler, key = line.split()
+            known.setdefault(scaler, set()).add(key)
+    triggers = [t for m in every_manifest() if m["kind"] == "ScaledObject" for t in m["spec"]["triggers"]]
+    assert {t["type"] for t in triggers} == {"prometheus", "aws-cloudwatch"}
+    for trigger in triggers:
+        unknown = set(trigger["metadata"]) - known[trigger["type"]]
+        assert not unknown, (trigger["type"], unknown)
