@@ -40,8 +40,8 @@ class HyperPodModelEndpoint(Construct):
         args = Args("HyperPodModelEndpoint")
         cluster = kubectl_cluster(args, "cluster", cluster)
         args.instance("hyperpod_cluster", hyperpod_cluster, HyperPodCluster)
-        args.instance("operator", operator, HyperPodInferenceOperator)
-        args.instance("endpoint", endpoint, InferenceEndpoint)
+        args.instance("operator", operator, HyperPodInferenceOperator, "a HyperPodInferenceOperator")
+        args.instance("endpoint", endpoint, InferenceEndpoint, "an InferenceEndpoint")
         offered = hyperpod_cluster.instance_types
         for index, instance_type in enumerate(endpoint.instance_types):
             if instance_type not in offered:

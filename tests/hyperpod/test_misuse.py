@@ -1,0 +1,226 @@
+"""Every misuse of the HyperPod constructs is an ArgumentError naming the construct, the parameter, the value
+and what is accepted (never a TypeError, AttributeError or jsii error); tokens pass where they make sense."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+
+from inference_tiers.constructs.eks.cluster import EksCluster
+from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster, HyperPodInstanceGroup
+from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    DEFAULT_ADDON_VERSIONS,
+    HyperPodInferenceOperator,
+)
+from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
+from inference_tiers.constructs.hyperpod.network import HyperPodNetwork
+from inference_tiers.constructs.hyperpod.observability import HyperPodObservability
+from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
+from inference_tiers.validation import ArgumentError
+from tests.harness import cdk_json_context
+from tests.hyperpod.support import write_minimal_chart
+
+_ids = itertools.count()
+P5 = HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=1)
+ENDPOINT = InferenceEndpoint(
+    name="qwen",
+    instance_types=("ml.p5.48xlarge",),
+    model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
+    worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1),
+)
+OTHER_TYPE = InferenceEndpoint(
+    name="qwen",
+    instance_types=("ml.g6e.12xlarge",),
+    model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
+    worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1),
+)
+
+
+class Env:
+    """One stack with the whole HyperPod chain; each case builds one construct more under a fresh id."""
+
+    def __init__(self, outdir: Path, chart_dir: Path) -> None:
+        app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "aws:cdk:bundling-stacks": []})
+        self.stack = cdk.Stack(app, "Misuse")
+        self.chart_dir = chart_dir
+        self.network = HyperPodNetwork(self.stack, "Network", availability_zone_id="use1-az4")
+        self.eks = EksCluster(self.stack, "Eks", vpc=self.network.vpc)
+        self.cluster = self.eks.cluster
+        self.bare_cluster = eks.Cluster(self.stack, "Bare", version=eks.KubernetesVersion.V1_35)
+        self.bucket = s3.Bucket(self.stack, "Weights")
+        self.chart = self.build(HyperPodDependencyChart)
+        self.hyperpod = self.build(HyperPodCluster)
+        self.operator = self.build(HyperPodInferenceOperator)
+
+    def defaults(self, kind: type) -> dict[str, Any]:
+        return {
+            HyperPodDependencyChart: lambda: {"cluster": self.cluster, "chart_directory": self.chart_dir},
+            HyperPodCluster: lambda: {
+                "cluster": self.cluster,
+                "subnets": [self.network.hyperpod_subnet],
+                "security_groups": [self.network.security_group],
+                "instance_groups": [P5],
+                "dependency_chart": self.chart,
+            },
+            HyperPodInferenceOperator: lambda: {"cluster": self.cluster, "hyperpod_cluster": self.hyperpod},
+            HyperPodModelEndpoint: lambda: {
+                "cluster": self.cluster,
+                "hyperpod_cluster": self.hyperpod,
+                "operator": self.operator,
+                "endpoint": ENDPOINT,
+            },
+            HyperPodObservability: lambda: {"cluster": self.cluster, "hyperpod_cluster": self.hyperpod},
+        }[kind]()
+
+    def build(self, kind: type, **props: Any) -> Any:
+        return kind(self.stack, f"{kind.__name__}{next(_ids)}", **{**self.defaults(kind), **props})
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    chart = write_minimal_chart(tmp_path_factory.mktemp("chart") / "HyperPodHelmChart")
+    return Env(tmp_path_factory.mktemp("cdk.out"), chart)
+
+
+def _refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    error = raised.value
+    assert (error.owner, error.param) == (owner, param), str(error)
+    assert str(error).startswith(f"{owner}: parameter '{param}' got ")
+    assert re.search(match, str(error)), str(error)
+
+
+ARN = "arn:aws:eks:us-east-1:123456789012:cluster/x"
+CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
+    (HyperPodDependencyChart, lambda e: {"cluster": ARN}, "cluster", r"not a string"),
+    (HyperPodDependencyChart, lambda e: {"cluster": e.bare_cluster}, "cluster", r"kubectl_provider_options"),
+    (HyperPodDependencyChart, lambda e: {"chart_directory": str(e.chart_dir)}, "chart_directory", r"pathlib"),
+    (HyperPodDependencyChart, lambda e: {"chart_directory": Path("/nonexistent")}, "chart_directory", "Chart.yaml"),
+    (HyperPodDependencyChart, lambda e: {"values": [("a", 1)]}, "values", r"a mapping"),
+    (HyperPodDependencyChart, lambda e: {"release": "Hyper_Pod"}, "release", r"a Helm release name"),
+    (HyperPodCluster, lambda e: {"cluster": ARN}, "cluster", r"an ICluster"),
+    (HyperPodCluster, lambda e: {"subnets": []}, "subnets", r"a list of 1 to 16 items"),
+    (HyperPodCluster, lambda e: {"subnets": ["subnet-1"]}, "subnets[0]", r"an ISubnet"),
+    (HyperPodCluster, lambda e: {"security_groups": "sg-1"}, "security_groups", r"not a list"),
+    (HyperPodCluster, lambda e: {"instance_groups": []}, "instance_groups", r"a list of 1 to 100 items"),
+    (HyperPodCluster, lambda e: {"instance_groups": [P5, P5]}, "instance_groups", r"unique names"),
+    (HyperPodCluster, lambda e: {"instance_groups": [{"name": "p5"}]}, "instance_groups[0]", "HyperPodInstanceGroup"),
+    (HyperPodCluster, lambda e: {"dependency_chart": "hyperpod-dependencies"}, "dependency_chart", "DependencyChart"),
+    (HyperPodCluster, lambda e: {"wait_for": ["addons"]}, "wait_for[0]", r"an IDependable"),
+    (HyperPodCluster, lambda e: {"lifecycle_scripts": e.chart_dir}, "lifecycle_scripts", r"on_create\.sh"),
+    (HyperPodCluster, lambda e: {"node_recovery": "automatic"}, "node_recovery", r"one of 'Automatic', 'None'"),
+    (HyperPodCluster, lambda e: {"nodes_ready_timeout": 3600}, "nodes_ready_timeout", r"a Duration"),
+    (HyperPodCluster, lambda e: {"nodes_ready_timeout": cdk.Duration.hours(3)}, "nodes_ready_timeout", "2 hours"),
+    (HyperPodCluster, lambda e: {"access_logs_bucket": "logs"}, "access_logs_bucket", r"an IBucket"),
+    (HyperPodCluster, lambda e: {"log_key": "alias/logs"}, "log_key", r"an IKey"),
+    (HyperPodInferenceOperator, lambda e: {"cluster": ARN}, "cluster", r"not a string"),
+    (HyperPodInferenceOperator, lambda e: {"hyperpod_cluster": e.chart}, "hyperpod_cluster", r"HyperPodCluster"),
+    (HyperPodInferenceOperator, lambda e: {"model_buckets": e.bucket}, "model_buckets", r"a list"),
+    (HyperPodInferenceOperator, lambda e: {"model_buckets": ["weights"]}, "model_buckets[0]", r"an IBucket"),
+    (HyperPodInferenceOperator, lambda e: {"prometheus_workspace_arn": "ws-1"}, "prometheus_workspace_arn", "AMP"
+     r"|Managed Prometheus"),
+    (HyperPodInferenceOperator, lambda e: {"addon_versions": {}}, "addon_versions", r"missing"),
+    (
+        HyperPodInferenceOperator,
+        lambda e: {"addon_versions": {**DEFAULT_ADDON_VERSIONS, "cert-manager": "1.18.2"}},
+        "addon_versions['cert-manager']",
+        r"an EKS add-on version",
+    ),
+    (HyperPodModelEndpoint, lambda e: {"cluster": e.bare_cluster}, "cluster", r"kubectl_provider_options"),
+    (HyperPodModelEndpoint, lambda e: {"hyperpod_cluster": ARN}, "hyperpod_cluster", r"a HyperPodCluster"),
+    (HyperPodModelEndpoint, lambda e: {"operator": e.hyperpod}, "operator", r"HyperPodInferenceOperator"),
+    (HyperPodModelEndpoint, lambda e: {"endpoint": {"name": "qwen"}}, "endpoint", r"an InferenceEndpoint"),
+    (HyperPodModelEndpoint, lambda e: {"endpoint": OTHER_TYPE}, "endpoint.instance_types[0]", "instance groups"),
+    (HyperPodObservability, lambda e: {"cluster": "x"}, "cluster", r"not a string"),
+    (HyperPodObservability, lambda e: {"hyperpod_cluster": None}, "hyperpod_cluster", r"got None"),
+    (HyperPodObservability, lambda e: {"grafana_workspace": "yes"}, "grafana_workspace", r"True or False"),
+    (HyperPodObservability, lambda e: {"addon_version": "1.0.4"}, "addon_version", r"an EKS add-on version"),
+    (HyperPodObservability, lambda e: {"addon_version": 1}, "addon_version", r"got 1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "props", "param", "match"), CASES, ids=lambda c: getattr(c, "__name__", None)
+)
+def test_construct_misuse(
+    env: Env, kind: type, props: Callable[[Env], dict[str, Any]], param: str, match: str
+) -> None:
+    _refused(lambda: env.build(kind, **props(env)), kind.__name__, param, match)
+
+
+def test_every_construct_has_at_least_five_misuse_cases() -> None:
+    counts = {kind.__name__: sum(1 for case in CASES if case[0] is kind) for kind in {c[0] for c in CASES}}
+    assert len(counts) == 5 and all(count >= 5 for count in counts.values()), counts
+
+
+def test_metric_of_an_unregistered_endpoint_is_refused(env: Env) -> None:
+    model = env.build(HyperPodModelEndpoint)
+    _refused(
+        lambda: model.metric("Invocations"), "HyperPodModelEndpoint.metric", "metric_name", r"endpoint_name"
+    )
+
+
+JUNK: list[Any] = [
+    None,
+    "",
+    "x",
+    0,
+    -1,
+    1.5,
+    True,
+    [],
+    ["x"],
+    {},
+    {"k": 1},
+    object(),
+    cdk.Duration.minutes(1),
+]
+PARAMS: dict[type, list[str]] = {
+    HyperPodDependencyChart: ["cluster", "chart_directory", "values", "release"],
+    HyperPodCluster: [
+        "cluster", "subnets", "security_groups", "instance_groups", "dependency_chart", "wait_for",
+        "lifecycle_scripts", "access_logs_bucket", "node_recovery", "nodes_ready_timeout", "log_key",
+    ],
+    HyperPodInferenceOperator: [
+        "cluster", "hyperpod_cluster", "model_buckets", "prometheus_workspace_arn", "access_logs_bucket",
+        "addon_versions",
+    ],
+    HyperPodModelEndpoint: ["cluster", "hyperpod_cluster", "operator", "endpoint"],
+    HyperPodObservability: ["cluster", "hyperpod_cluster", "grafana_workspace", "addon_version"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "param"),
+    [(kind, param) for kind, params in PARAMS.items() for param in params],
+    ids=lambda c: getattr(c, "__name__", c),
+)
+def test_any_junk_for_a_parameter_is_an_argument_error_or_accepted(env: Env, kind: type, param: str) -> None:
+    for junk in JUNK:
+        try:
+            env.build(kind, **{param: junk})
+        except ArgumentError as error:
+            assert error.owner == kind.__name__ and error.param.startswith(param), str(error)
+
+
+def test_deploy_time_values_reach_the_template_unparsed(env: Env) -> None:
+    workspace = cdk.CfnParameter(env.stack, "WorkspaceArn").value_as_string
+    count = cdk.CfnParameter(env.stack, "Count", type="Number").value_as_number
+    group = HyperPodInstanceGroup(name="tok", instance_type="ml.p5.48xlarge", instance_count=count)
+    cluster = env.build(HyperPodCluster, instance_groups=[group])
+    env.build(HyperPodInferenceOperator, hyperpod_cluster=cluster, prometheus_workspace_arn=workspace)
+    template = json.dumps(Template.from_stack(env.stack).to_json())
+    assert '"InstanceCount": {"Ref": "Count"}' in template
+    assert '"Resource": {"Ref": "WorkspaceArn"}' in template
