@@ -53,7 +53,7 @@ METADATA_ADDRESSES = (ipaddress.IPv4Address("169.254.169.254"), ipaddress.IPv4Ad
 DEFAULT_SANDBOX_IMAGE = "public.ecr.aws/docker/library/python:3.13.1-slim-bookworm"
 DEFAULT_SANDBOX_COMMAND: tuple[str, ...] = ("sleep", "infinity")
 
-_TENANT_NAME = r"[a-z]([-a-z0-9]{0,28}[a-z0-9])?"
+TENANT_NAME_PATTERN = r"[a-z]([-a-z0-9]{0,28}[a-z0-9])?"
 _EGRESS = re.compile(r"(?P<cidr>[0-9.]+/[0-9]{1,2}):(?P<port>[0-9]{1,5})")
 
 
@@ -182,7 +182,7 @@ class TenantSpec:
         args.text(
             "name",
             self.name,
-            pattern=_TENANT_NAME,
+            pattern=TENANT_NAME_PATTERN,
             description="a DNS label of at most 30 characters (lower-case letters, digits, '-'), such as team-a",
             allow_token=False,
         )

@@ -70,6 +70,7 @@ from inference_tiers.k8s.sandbox_nodes import (
 from inference_tiers.k8s.sandbox_tenancy import (
     AGENT_SANDBOX_IMAGE,
     AGENT_SANDBOX_VERSION,
+    TENANT_NAME_PATTERN,
     TenancySpec,
     TenantSpec,
     admission_policy,
@@ -84,7 +85,6 @@ STACK_NAME = "InferenceTiers-AgentSandbox"
 # The core pool runs Karpenter, the sandbox controller and CoreDNS (and the gateway/observability agents when
 # present): x86 general-purpose nodes, never sandbox pods.
 _CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
-_TENANT_NAME = r"[a-z]([-a-z0-9]{0,28}[a-z0-9])?"
 TENANT_FIELDS = (
     "max_sandboxes",
     "cpu_millicores",
@@ -152,7 +152,7 @@ class AgentSandboxSettings:
     )
 
     tenants: dict[str, dict[str, Any]] = setting(
-        mapping(tenant_object, key_pattern=_TENANT_NAME, max_items=50),
+        mapping(tenant_object, key_pattern=TENANT_NAME_PATTERN, max_items=50),
         "tenant name -> {max_sandboxes, cpu_millicores, memory_mib, scratch_mib, warm_pool, egress: [CIDR:port], "
         "image}; each gets namespace sandbox-<name>",
     )
