@@ -251,6 +251,9 @@ def test_karpenter_role_is_pod_identity_only_and_scoped_to_tagged_resources(temp
         "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}
     }
     assert not any("iam:CreateInstanceProfile" in str(s["Action"]) for s in statements.values())
+    profile = statements["ReadInstanceProfile"]
+    assert profile["Action"] == "iam:GetInstanceProfile"
+    assert profile["Resource"]["Fn::GetAtt"][0].startswith("KarpenterInstanceProfile")
 
 
 def test_interruption_events_reach_an_encrypted_queue_only_karpenter_reads(template: Template) -> None:

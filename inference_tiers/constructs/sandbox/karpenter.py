@@ -117,7 +117,9 @@ class Karpenter(Construct):
             description="Karpenter controller: launches and terminates the agent-sandbox Kata nodes",
         )
         self.role = self.identity.role
-        for statement in _controller_statements(cluster, self.node_role, self.volume_key):
+        for statement in _controller_statements(
+            cluster, self.node_role, self.instance_profile, self.volume_key
+        ):
             self.role.add_to_policy(statement)
         self.interruption_queue.grant_consume_messages(self.role)
         self._acknowledge_wildcards()
@@ -226,7 +228,7 @@ class Karpenter(Construct):
 
 
 def _controller_statements(
-    cluster: eks.Cluster, node_role: iam.IRole, volume_key: kms.IKey
+    cluster: eks.Cluster, node_role: iam.IRole, instance_profile: iam.CfnInstanceProfile, volume_key: kms.IKey
 ) -> list[iam.PolicyStatement]:
     partition, region, account = Aws.PARTITION, Aws.REGION, Aws.ACCOUNT_ID
     ec2 = f"arn:{partition}:ec2:{region}"
@@ -325,6 +327,12 @@ def _controller_statements(
         ),
         iam.PolicyStatement(
             sid="DescribeCluster", actions=["eks:DescribeCluster"], resources=[cluster.cluster_arn]
+        ),
+        # Reading the one profile the EC2NodeClass names (Karpenter checks it; it creates none).
+        iam.PolicyStatement(
+            sid="ReadInstanceProfile",
+            actions=["iam:GetInstanceProfile"],
+            resources=[instance_profile.attr_arn],
         ),
         iam.PolicyStatement(
             sid="EncryptNodeVolumes",
