@@ -12,6 +12,7 @@ import pytest
 import yaml
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
@@ -240,3 +241,30 @@ def test_scraper_rbac_binds_the_scraper_user_to_read_only_verbs() -> None:
         {"kind": "User", "name": SCRAPER_USER, "apiGroup": "rbac.authorization.k8s.io"}
     ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+
+def test_xray_wildcard_is_acknowledged_on_its_own_policy_only(tmp_path: Path) -> None:
+    """Another Resource-* statement on the same task role is still reported: the acknowledgment is narrow."""
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-east-1"))
+    hub = ObservabilityHub(stack, "Hub")
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    log_group = logs.LogGroup(stack, "Logs")
+    task.add_container(
+        "App",
+        image=ecs.ContainerImage.from_registry("example/app:1.0"),
+        logging=ecs.LogDrivers.aws_logs(stream_prefix="app", log_group=log_group),
+    )
+    hub.add_ecs_collector(task, metrics_port=4000, log_group=log_group)
+    task.task_role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
+    policies = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+    ]
+    assert [s["Sid"] for s in next(p for p in policies if any(s.get("Sid") == "XRayTraces" for s in p))] == [
+        "XRayTraces"
+    ]
+    report = AwsSolutionsChecks().validate_scope(app)
+    flagged = [(v.rule_name, r.construct_path) for v in report.violations for r in v.violating_resources]
+    assert ("AwsSolutions-IAM5[Resource::*]", "S/Task/TaskRole/DefaultPolicy/Resource") in flagged
+    assert not any("OtelCollectorXRay" in path for _, path in flagged)

@@ -266,20 +266,27 @@ class ObservabilityHub(Construct):
             "no secret, and ADOT reads its configuration from that variable",
         )
         self.grant_remote_write(task_definition.task_role)
-        task_definition.task_role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="XRayTraces",
-                actions=[
-                    "xray:PutTraceSegments",
-                    "xray:PutTelemetryRecords",
-                    "xray:GetSamplingRules",
-                    "xray:GetSamplingTargets",
-                ],
-                resources=["*"],
-            )
+        # A policy of its own, so the Resource-* acknowledgment covers these X-Ray actions and nothing else the
+        # task role may hold.
+        xray = iam.Policy(
+            task_definition,
+            "OtelCollectorXRay",
+            statements=[
+                iam.PolicyStatement(
+                    sid="XRayTraces",
+                    actions=[
+                        "xray:PutTraceSegments",
+                        "xray:PutTelemetryRecords",
+                        "xray:GetSamplingRules",
+                        "xray:GetSamplingTargets",
+                    ],
+                    resources=["*"],
+                )
+            ],
         )
+        xray.attach_to_role(task_definition.task_role)
         acknowledge(
-            task_definition.task_role,
+            xray,
             "AwsSolutions-IAM5[Resource::*]",
             "X-Ray's PutTraceSegments, PutTelemetryRecords and sampling actions support no resource-level "
             "permissions (Service Authorization Reference: resource types none), so they take Resource *",
