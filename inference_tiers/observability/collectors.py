@@ -3,7 +3,8 @@ configuration for the ECS gateway (pure data; the constructs base64-encode or in
 
 EKS (``AWS::APS::Scraper``): pods that carry ``prometheus.io/scrape: "true"`` with ``prometheus.io/port`` and
 ``prometheus.io/path`` (what the disaggregated tier's vLLM, vllm-router and mooncake_master pods set), plus the
-DCGM exporter (:9400) and node exporters (:9100, where the EFA collector runs) by container port. Jobs are named
+DCGM exporter (:9400) and node exporters (:9100, where the EFA collector runs) by container port, and the KEDA
+operator by its chart's pod label and port name. Jobs are named
 after the pod's ``app.kubernetes.io/component`` so ``up{job="prefill"}`` reads naturally.
 
 ECS (ADOT sidecar): scrape the gateway container on 127.0.0.1 (same task network namespace), receive OTLP traces
@@ -20,6 +21,10 @@ from inference_tiers.validation import Args
 
 DCGM_EXPORTER_PORT = 9400
 NODE_EXPORTER_PORT = 9100
+# KEDA 2.20.2's chart: operator.name and prometheus.operator.portName (metrics are off until
+# prometheus.operator.enabled=true is set in its values).
+KEDA_OPERATOR = "keda-operator"
+KEDA_METRICS_PORT_NAME = "metrics"
 OTLP_GRPC = "127.0.0.1:4317"
 OTLP_HTTP = "127.0.0.1:4318"
 
@@ -86,6 +91,21 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
                 "job_name": "node-exporter",
                 "kubernetes_sd_configs": [{"role": "pod"}],
                 "relabel_configs": [_keep_port(NODE_EXPORTER_PORT), *_POD_LABELS],
+            },
+            {
+                "job_name": "keda-operator",
+                "kubernetes_sd_configs": [{"role": "pod"}],
+                "relabel_configs": [
+                    {
+                        "source_labels": [
+                            "__meta_kubernetes_pod_label_app_kubernetes_io_name",
+                            "__meta_kubernetes_pod_container_port_name",
+                        ],
+                        "regex": f"{KEDA_OPERATOR};{KEDA_METRICS_PORT_NAME}",
+                        "action": "keep",
+                    },
+                    *_POD_LABELS,
+                ],
             },
         ],
     }

@@ -80,6 +80,12 @@ def test_annotated_pods_are_scraped_on_their_annotated_port_and_path() -> None:
     assert by_target["job"]["source_labels"] == ["__meta_kubernetes_pod_label_app_kubernetes_io_component"]
 
 
+def test_every_component_the_issue_names_has_a_job() -> None:
+    jobs = [job["job_name"] for job in collectors.eks_scrape_config("c")["scrape_configs"]]
+    # vLLM, vllm-router and mooncake_master are annotated pods (job renamed to their component label)
+    assert jobs == ["pods", "dcgm-exporter", "node-exporter", "keda-operator"]
+
+
 def test_the_scrape_config_labels_every_series_with_the_cluster() -> None:
     assert collectors.eks_scrape_config("tier4")["global"]["external_labels"] == {"cluster": "tier4"}
 
