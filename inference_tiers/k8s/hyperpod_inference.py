@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
 from inference_tiers.k8s.allocatable import Resources, node_allocatable
+from inference_tiers.validation import Args
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 KIND = "InferenceEndpointConfig"
@@ -58,6 +60,15 @@ class S3ModelSource:
     prefetch: bool = False
     """Copy the weights to host memory before the server loads them (faster start for models that fit)."""
 
+    def __post_init__(self) -> None:
+        args = Args("S3ModelSource")
+        args.text("bucket_name", self.bucket_name, max_length=63)
+        args.text(
+            "region", self.region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", description="an AWS Region name"
+        )
+        args.text("location", self.location, max_length=1024)
+        args.boolean("prefetch", self.prefetch)
+
     def render(self) -> dict[str, Any]:
         return {
             "modelSourceType": "s3",
@@ -77,10 +88,17 @@ class FsxModelSource:
     mount_name: str | None = None
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"fs-[0-9a-f]{8,21}", self.file_system_id):
-            raise ValueError(
-                f"file_system_id: got {self.file_system_id!r}; expected an FSx file system id like fs-0123456789abcdef0"
-            )
+        args = Args("FsxModelSource")
+        args.text(
+            "file_system_id",
+            self.file_system_id,
+            pattern=r"fs-[0-9a-f]{8,21}",
+            description="an FSx file system id like fs-0123456789abcdef0",
+        )
+        args.text("location", self.location, max_length=1024)
+        for name in ("dns_name", "mount_name"):
+            if getattr(self, name) is not None:
+                args.text(name, getattr(self, name))
 
     def render(self) -> dict[str, Any]:
         storage = {"fileSystemId": self.file_system_id}
@@ -112,12 +130,25 @@ class VllmWorker:
     INVOCATION_PATHS: ClassVar[tuple[str, ...]] = ("v1/chat/completions", "v1/completions")
 
     def __post_init__(self) -> None:
-        if not 1 <= self.port <= 65535:
-            raise ValueError(f"worker port: got {self.port}; expected 1-65535")
-        if self.tensor_parallel_size < 1:
-            raise ValueError(f"tensor_parallel_size: got {self.tensor_parallel_size}; expected 1 or more")
-        if ":" not in self.image.rsplit("/", 1)[-1] and "@sha256:" not in self.image:
-            raise ValueError(f"worker image: got {self.image!r}; expected a pinned tag or digest (name:tag)")
+        args = Args("VllmWorker")
+        args.text(
+            "image",
+            self.image,
+            pattern=PINNED_IMAGE_PATTERN,
+            max_length=512,
+            description=PINNED_IMAGE_DESCRIPTION,
+        )
+        args.integer("tensor_parallel_size", self.tensor_parallel_size, minimum=1, maximum=64)
+        if self.max_model_len is not None:
+            args.integer("max_model_len", self.max_model_len, minimum=1)
+        args.integer("port", self.port, minimum=1, maximum=65535)
+        args.sequence("extra_args", self.extra_args, lambda name, v: args.text(name, v))
+        args.mapping(
+            "environment",
+            self.environment,
+            lambda name, v: args.text(name, v, min_length=0),
+            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+        )
 
     def args(self, served_model_name: str) -> list[str]:
         args = [
@@ -140,13 +171,10 @@ class RequestLimits:
     overflow_status_code: int = 429
 
     def __post_init__(self) -> None:
-        if self.max_concurrent_requests < 1 or self.max_queue_size < 0:
-            raise ValueError(
-                f"request limits: got max_concurrent_requests={self.max_concurrent_requests}, "
-                f"max_queue_size={self.max_queue_size}; expected at least 1 and at least 0"
-            )
-        if not 400 <= self.overflow_status_code <= 599:
-            raise ValueError(f"overflow_status_code: got {self.overflow_status_code}; expected 400-599")
+        args = Args("RequestLimits")
+        args.integer("max_concurrent_requests", self.max_concurrent_requests, minimum=1)
+        args.integer("max_queue_size", self.max_queue_size, minimum=0)
+        args.integer("overflow_status_code", self.overflow_status_code, minimum=400, maximum=599)
 
     def render(self) -> dict[str, Any]:
         return {
@@ -167,6 +195,16 @@ class CloudWatchTrigger:
     target_value: float
     statistic: str = "Sum"
     period_seconds: int = 60
+
+    def __post_init__(self) -> None:
+        args = Args("CloudWatchTrigger")
+        args.text("name", self.name, allow_token=False)
+        args.text("namespace", self.namespace, max_length=255)
+        args.text("metric_name", self.metric_name, max_length=255)
+        args.mapping("dimensions", self.dimensions, lambda name, v: args.text(name, v), max_items=30)
+        args.number("target_value", self.target_value, minimum=0, exclusive_minimum=True)
+        args.one_of("statistic", self.statistic, ("Sum", "Average", "Minimum", "Maximum", "SampleCount"))
+        args.integer("period_seconds", self.period_seconds, minimum=1, maximum=86400)
 
     @classmethod
     def sagemaker_invocations(cls, endpoint_name: str, target_per_replica: float) -> CloudWatchTrigger:
@@ -205,6 +243,13 @@ class PrometheusTrigger:
     target_value: float
     name: str = "prometheus"
 
+    def __post_init__(self) -> None:
+        args = Args("PrometheusTrigger")
+        args.text("server_address", self.server_address, pattern=r"https://\S+", description="an https URL")
+        args.text("query", self.query, allow_token=False)
+        args.number("target_value", self.target_value, minimum=0, exclusive_minimum=True)
+        args.text("name", self.name, allow_token=False)
+
     @classmethod
     def concurrent_requests(
         cls, server_address: str, model_name: str, target_per_replica: float
@@ -241,11 +286,15 @@ class AutoScaling:
     scale_down_stabilization_seconds: int = 300
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_replicas <= self.max_replicas or self.max_replicas < 1:
-            raise ValueError(
-                f"autoscaling: got min_replicas={self.min_replicas}, max_replicas={self.max_replicas}; "
-                "expected 0 <= min_replicas <= max_replicas and max_replicas >= 1"
-            )
+        args = Args("AutoScaling")
+        args.integer("min_replicas", self.min_replicas, minimum=0)
+        args.integer("max_replicas", self.max_replicas, minimum=1)
+        if self.min_replicas > self.max_replicas:
+            raise args.error("min_replicas", self.min_replicas, f"at most max_replicas ({self.max_replicas})")
+        if not isinstance(self.trigger, CloudWatchTrigger | PrometheusTrigger):
+            raise args.error("trigger", self.trigger, "a CloudWatchTrigger or a PrometheusTrigger")
+        for name in ("polling_interval_seconds", "cooldown_seconds", "scale_down_stabilization_seconds"):
+            args.integer(name, getattr(self, name), minimum=1)
 
     def render(self) -> dict[str, Any]:
         return {
@@ -284,65 +333,96 @@ class InferenceEndpoint:
     the node exposes, and the CPU request follows."""
 
     def __post_init__(self) -> None:
-        if not _K8S_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"endpoint name: got {self.name!r}; expected 1-50 lowercase letters, digits and '-', "
-                "starting and ending with a letter or digit"
-            )
-        if not self.instance_types:
-            raise ValueError("instance_types: got an empty list; expected at least one ml. instance type")
-        for instance_type in self.instance_types:
-            gpus = gpu_instance_type(instance_type, key="instance_types", sagemaker=True).gpus
+        args = Args("InferenceEndpoint")
+        args.text(
+            "name",
+            self.name,
+            pattern=_K8S_NAME.pattern,
+            description="1-50 lowercase letters, digits and '-', starting and ending with a letter or digit",
+            allow_token=False,
+        )
+        types = args.sequence(
+            "instance_types",
+            self.instance_types,
+            lambda n, v: args.text(n, v, allow_token=False),
+            min_items=1,
+        )
+        if not isinstance(self.model_source, S3ModelSource | FsxModelSource):
+            raise args.error("model_source", self.model_source, "an S3ModelSource or an FsxModelSource")
+        args.instance("worker", self.worker, VllmWorker, "a VllmWorker")
+        args.text(
+            "namespace", self.namespace, pattern=_K8S_NAME.pattern, description="a Kubernetes namespace"
+        )
+        for index, instance_type in enumerate(types):
+            try:
+                gpus = gpu_instance_type(instance_type, key="instance_types", sagemaker=True).gpus
+            except ValueError as error:
+                raise args.error(
+                    f"instance_types[{index}]", instance_type, str(error).split("expected ")[-1]
+                ) from None
             if self.worker.tensor_parallel_size > gpus:
-                raise ValueError(
-                    f"tensor_parallel_size: got {self.worker.tensor_parallel_size}; {instance_type} has {gpus} "
-                    f"GPUs, so expected 1 to {gpus} (one replica runs on one node)"
+                raise args.error(
+                    "worker.tensor_parallel_size",
+                    self.worker.tensor_parallel_size,
+                    f"1 to {gpus}: {instance_type} has {gpus} GPUs (one replica runs on one node)",
                 )
         if self.health_check_path not in self.worker.HEALTH_PATHS:
-            raise ValueError(
-                f"health_check_path: got {self.health_check_path!r}; the vLLM worker serves health checks on "
-                f"{', '.join(self.worker.HEALTH_PATHS)}"
+            raise args.error(
+                "health_check_path",
+                self.health_check_path,
+                f"one of {', '.join(self.worker.HEALTH_PATHS)} (where the vLLM worker serves health checks)",
             )
         if self.metrics_port is not None and self.metrics_port != self.worker.port:
-            raise ValueError(
-                f"metrics_port: got {self.metrics_port}; vLLM serves {self.worker.METRICS_PATH} on its "
-                f"invocation port, so expected {self.worker.port} (or leave it unset)"
+            raise args.error(
+                "metrics_port",
+                self.metrics_port,
+                f"{self.worker.port} or unset: vLLM serves {self.worker.METRICS_PATH} on its invocation port",
             )
         if self.invocation_path not in self.worker.INVOCATION_PATHS:
-            raise ValueError(
-                f"invocation_path: got {self.invocation_path!r}; expected one of "
-                f"{', '.join(self.worker.INVOCATION_PATHS)} (routes of the vLLM worker)"
+            raise args.error(
+                "invocation_path",
+                self.invocation_path,
+                f"one of {', '.join(self.worker.INVOCATION_PATHS)} (routes of the vLLM worker)",
             )
-        if self.endpoint_name is not None and not _ENDPOINT_NAME.fullmatch(self.endpoint_name):
-            raise ValueError(
-                f"endpoint_name: got {self.endpoint_name!r}; expected a SageMaker endpoint name "
-                "(letters, digits and '-', at most 63 characters)"
+        if self.endpoint_name is not None:
+            args.text(
+                "endpoint_name",
+                self.endpoint_name,
+                pattern=_ENDPOINT_NAME.pattern,
+                description="a SageMaker endpoint name (letters, digits and '-', at most 63 characters)",
+                allow_token=False,
             )
+        args.integer("replicas", self.replicas, minimum=1)
+        if self.request_limits is not None:
+            args.instance("request_limits", self.request_limits, RequestLimits, "a RequestLimits")
+        if self.autoscaling is not None:
+            args.instance("autoscaling", self.autoscaling, AutoScaling, "an AutoScaling")
+        args.integer("max_deploy_time_seconds", self.max_deploy_time_seconds, minimum=60, maximum=86400)
         trigger = self.autoscaling.trigger if self.autoscaling else None
         if (
             isinstance(trigger, CloudWatchTrigger)
             and trigger.namespace == "AWS/SageMaker"
             and self.endpoint_name is None
         ):
-            raise ValueError(
-                "autoscaling: a CloudWatch trigger on AWS/SageMaker metrics needs endpoint_name (the "
-                "metrics exist only for a registered SageMaker endpoint); set endpoint_name or use a "
-                "Prometheus trigger"
+            raise args.error(
+                "autoscaling",
+                trigger.name,
+                "a Prometheus trigger, or endpoint_name set: a CloudWatch trigger on AWS/SageMaker metrics needs "
+                "a registered SageMaker endpoint (the metrics exist only for one)",
             )
-        if self.replicas < 1:
-            raise ValueError(f"replicas: got {self.replicas}; expected 1 or more")
-        if self.threads_per_core not in (1, 2):
-            raise ValueError(f"threads_per_core: got {self.threads_per_core!r}; expected 1 or 2")
-        for instance_type in self.instance_types:
+        args.one_of("threads_per_core", self.threads_per_core, (1, 2))
+        for instance_type in types:
             facts = gpu_instance_type(instance_type, key="instance_types", sagemaker=True)
             share = model_pod_share(facts, self.worker.tensor_parallel_size, self.threads_per_core)
             if share.cpu_millicores < 1000 or share.memory_mib < 1024:
-                raise ValueError(
-                    f"instance_types: {instance_type} with threads_per_core={self.threads_per_core} leaves a "
-                    f"model pod of tensor_parallel_size {self.worker.tensor_parallel_size} "
-                    f"{share.cpu_millicores}m CPU and {share.memory_mib} MiB after kubelet and the system "
-                    "DaemonSets; expected at least 1 CPU and 1 GiB: use threads_per_core=2, a larger tensor "
-                    "parallelism or a larger instance type"
+                raise args.error(
+                    "threads_per_core",
+                    self.threads_per_core,
+                    f"a setting that leaves a model pod at least 1 CPU and 1 GiB: {instance_type} with "
+                    f"threads_per_core={self.threads_per_core} leaves one of tensor_parallel_size "
+                    f"{self.worker.tensor_parallel_size} {share.cpu_millicores}m CPU and {share.memory_mib} MiB "
+                    "after kubelet and the system DaemonSets; use threads_per_core=2, a larger tensor "
+                    "parallelism or a larger instance type",
                 )
 
     def resources(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""Security properties of both EKS tiers' synthesized templates: encrypted log groups, confused-deputy trust.
+"""Security properties of the EKS tiers' synthesized templates: encrypted log groups, confused-deputy trust.
 
-Read from the default-configured tier templates (one synth per tier per session), so a construct that adds an
-unencrypted log group or a bare service trust anywhere in either tier fails here.
+Read from the default-configured templates of every tier built on EksCluster (one synth per tier per session),
+so a construct that adds an unencrypted log group or a bare service trust anywhere in them fails here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness import TierBuild
 
-EKS_TIERS = ["hyperpod", "disaggregated"]
+EKS_TIERS = ["hyperpod", "disaggregated", "agent-sandbox"]
 
 # Services whose trust carries aws:SourceAccount and aws:SourceArn in these tiers.
 CONFUSED_DEPUTY_SERVICES = {

@@ -76,7 +76,7 @@ def test_one_thread_per_core_halves_the_cpu_request() -> None:
 
 
 def test_threads_per_core_other_than_1_or_2_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"threads_per_core: got 4; expected 1 or 2"):
+    with pytest.raises(ValueError, match=r"'threads_per_core' got 4; expected one of 1, 2"):
         _endpoint("p5.48xlarge", 8, 4)
 
 

@@ -125,19 +125,25 @@ def test_priority_list_uses_instance_types_and_sizes_for_the_smallest() -> None:
 
 
 def test_tensor_parallelism_above_the_instance_gpus_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"tensor_parallel_size: got 8; ml.g6e.12xlarge has 4 GPUs"):
+    with pytest.raises(
+        ValueError,
+        match=r"InferenceEndpoint: parameter 'worker.tensor_parallel_size' got 8; expected 1 to 4: ml.g6e.12xlarge has 4 GPUs",
+    ):
         endpoint(instance_types=("ml.g6e.12xlarge",))
     with pytest.raises(ValueError, match=r"ml.g6e.2xlarge has 1 GPUs"):
         endpoint(instance_types=("ml.p5.48xlarge", "ml.g6e.2xlarge"))
 
 
 def test_health_path_inconsistent_with_vllm_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"health_check_path: got '/ping'; the vLLM worker serves .*/health"):
+    with pytest.raises(
+        ValueError,
+        match=r"'health_check_path' got '/ping'; expected one of /health \(where the vLLM worker serves",
+    ):
         endpoint(health_check_path="/ping")
 
 
 def test_metrics_port_inconsistent_with_the_worker_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"metrics_port: got 8080; .* expected 8000"):
+    with pytest.raises(ValueError, match=r"'metrics_port' got 8080; expected 8000 or unset"):
         endpoint(metrics_port=8080)
     assert (
         render_inference_endpoint_config(endpoint(metrics_port=8000))["spec"]["metrics"]["modelMetrics"][
@@ -148,21 +154,35 @@ def test_metrics_port_inconsistent_with_the_worker_is_rejected() -> None:
 
 
 def test_other_inconsistencies_are_rejected() -> None:
-    with pytest.raises(ValueError, match=r"invocation_path: got 'invocations'"):
+    with pytest.raises(ValueError, match=r"'invocation_path' got 'invocations'"):
         endpoint(invocation_path="invocations")
-    with pytest.raises(ValueError, match=r"needs endpoint_name"):
+    with pytest.raises(
+        ValueError,
+        match=r"'autoscaling' got 'sagemaker-invocations'; expected a Prometheus trigger, or endpoint_name set",
+    ):
         endpoint(endpoint_name=None)
-    with pytest.raises(ValueError, match=r"endpoint name: got 'Llama_70B'"):
+    with pytest.raises(ValueError, match=r"InferenceEndpoint: parameter 'name' got 'Llama_70B'"):
         endpoint(name="Llama_70B")
-    with pytest.raises(ValueError, match=r"instance_types"):
+    with pytest.raises(
+        ValueError,
+        match=r"'instance_types\[0\]' got 'p5.48xlarge'; expected a GPU instance type this library knows",
+    ):
         endpoint(instance_types=("p5.48xlarge",))
-    with pytest.raises(ValueError, match=r"instance_types: got an empty list"):
+    with pytest.raises(ValueError, match=r"'instance_types' got \(\); expected a list of at least 1 items"):
         endpoint(instance_types=())
-    with pytest.raises(ValueError, match=r"worker image: got 'vllm/vllm-openai'; expected a pinned tag"):
+    with pytest.raises(
+        ValueError,
+        match=r"VllmWorker: parameter 'image' got 'vllm/vllm-openai'; expected a container image with a pinned tag",
+    ):
         VllmWorker(image="vllm/vllm-openai", tensor_parallel_size=1)
-    with pytest.raises(ValueError, match=r"autoscaling: got min_replicas=3, max_replicas=2"):
+    with pytest.raises(
+        ValueError, match=r"AutoScaling: parameter 'min_replicas' got 3; expected at most max_replicas \(2\)"
+    ):
         AutoScaling(3, 2, CloudWatchTrigger.sagemaker_invocations("x", 1))
-    with pytest.raises(ValueError, match=r"request limits"):
+    with pytest.raises(
+        ValueError,
+        match=r"RequestLimits: parameter 'max_concurrent_requests' got 0; expected an integer at least 1",
+    ):
         RequestLimits(max_concurrent_requests=0)
-    with pytest.raises(ValueError, match=r"file_system_id: got 'fsx-1'"):
+    with pytest.raises(ValueError, match=r"FsxModelSource: parameter 'file_system_id' got 'fsx-1'"):
         FsxModelSource(file_system_id="fsx-1", location="/m")

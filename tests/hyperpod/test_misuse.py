@@ -3,6 +3,7 @@ and what is accepted (never a TypeError, AttributeError or jsii error); tokens p
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -26,7 +27,16 @@ from inference_tiers.constructs.hyperpod.inference_operator import (
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
 from inference_tiers.constructs.hyperpod.network import HyperPodNetwork
 from inference_tiers.constructs.hyperpod.observability import HyperPodObservability
-from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
+from inference_tiers.k8s.hyperpod_inference import (
+    AutoScaling,
+    CloudWatchTrigger,
+    FsxModelSource,
+    InferenceEndpoint,
+    PrometheusTrigger,
+    RequestLimits,
+    S3ModelSource,
+    VllmWorker,
+)
 from inference_tiers.validation import ArgumentError
 from tests.harness import cdk_json_context
 from tests.hyperpod.support import write_minimal_chart
@@ -224,3 +234,117 @@ def test_deploy_time_values_reach_the_template_unparsed(env: Env) -> None:
     template = json.dumps(Template.from_stack(env.stack).to_json())
     assert '"InstanceCount": {"Ref": "Count"}' in template
     assert '"Resource": {"Ref": "WorkspaceArn"}' in template
+
+
+# ---- the InferenceEndpointConfig builder's parts ----------------------------------------------------------
+
+WORKER = {"image": "vllm/vllm-openai:v0.10.1", "tensor_parallel_size": 1}
+S3 = {"bucket_name": "weights", "region": "us-east-1", "location": "m/"}
+FSX = {"file_system_id": "fs-0123456789abcdef0", "location": "/m"}
+CW = {
+    "name": "cw",
+    "namespace": "AWS/SageMaker",
+    "metric_name": "Invocations",
+    "dimensions": {},
+    "target_value": 1,
+}
+PROM = {"server_address": "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1", "query": "up",
+        "target_value": 1}  # fmt: skip
+TRIGGER = PrometheusTrigger(**PROM)
+SCALING = {"min_replicas": 0, "max_replicas": 2, "trigger": TRIGGER}
+MODEL = {"name": "qwen", "instance_types": ("ml.p5.48xlarge",), "model_source": S3ModelSource(**S3),
+         "worker": VllmWorker(**WORKER)}  # fmt: skip
+PART_CASES: list[tuple[type, dict[str, Any], dict[str, Any], str, str]] = [
+    (S3ModelSource, S3, {"bucket_name": ""}, "bucket_name", r"a non-empty string"),
+    (S3ModelSource, S3, {"bucket_name": ["weights"]}, "bucket_name", r"got \['weights'\]"),
+    (S3ModelSource, S3, {"region": "us-east-1a"}, "region", r"an AWS Region name"),
+    (S3ModelSource, S3, {"location": None}, "location", r"got None"),
+    (S3ModelSource, S3, {"prefetch": "yes"}, "prefetch", r"True or False"),
+    (FsxModelSource, FSX, {"file_system_id": "fsx-1"}, "file_system_id", r"an FSx file system id"),
+    (FsxModelSource, FSX, {"file_system_id": 7}, "file_system_id", r"got 7"),
+    (FsxModelSource, FSX, {"location": ""}, "location", r"a non-empty string"),
+    (FsxModelSource, FSX, {"dns_name": 1}, "dns_name", r"got 1"),
+    (FsxModelSource, FSX, {"mount_name": ""}, "mount_name", r"a non-empty string"),
+    (VllmWorker, WORKER, {"image": "vllm/vllm-openai:latest"}, "image", r"pinned tag \(not latest\)"),
+    (VllmWorker, WORKER, {"tensor_parallel_size": 0}, "tensor_parallel_size", r"from 1 to 64"),
+    (VllmWorker, WORKER, {"tensor_parallel_size": "8"}, "tensor_parallel_size", r"got '8'"),
+    (VllmWorker, WORKER, {"max_model_len": -1}, "max_model_len", r"at least 1"),
+    (VllmWorker, WORKER, {"port": 70000}, "port", r"from 1 to 65535"),
+    (VllmWorker, WORKER, {"extra_args": "--enforce-eager"}, "extra_args", r"not a list"),
+    (VllmWorker, WORKER, {"environment": {"1BAD": "x"}}, "environment key", r"matching"),
+    (RequestLimits, {"max_concurrent_requests": 1}, {"max_concurrent_requests": 0}, "max_concurrent_requests", "1"),
+    (RequestLimits, {"max_concurrent_requests": 1}, {"max_concurrent_requests": True}, "max_concurrent_requests",
+     r"got True"),
+    (RequestLimits, {"max_concurrent_requests": 1}, {"max_queue_size": -1}, "max_queue_size", r"at least 0"),
+    (RequestLimits, {"max_concurrent_requests": 1}, {"overflow_status_code": 200}, "overflow_status_code", "400"),
+    (RequestLimits, {"max_concurrent_requests": 1}, {"overflow_status_code": "429"}, "overflow_status_code",
+     r"got '429'"),
+    (CloudWatchTrigger, CW, {"name": ""}, "name", r"a non-empty string"),
+    (CloudWatchTrigger, CW, {"dimensions": [("EndpointName", "x")]}, "dimensions", r"a mapping"),
+    (CloudWatchTrigger, CW, {"target_value": 0}, "target_value", r"greater than 0"),
+    (CloudWatchTrigger, CW, {"statistic": "p99"}, "statistic", r"one of 'Sum'"),
+    (CloudWatchTrigger, CW, {"period_seconds": 0}, "period_seconds", r"from 1 to 86400"),
+    (PrometheusTrigger, PROM, {"server_address": "aps-workspaces/ws-1"}, "server_address", r"an https URL"),
+    (PrometheusTrigger, PROM, {"query": ""}, "query", r"a non-empty string"),
+    (PrometheusTrigger, PROM, {"target_value": -1}, "target_value", r"greater than 0"),
+    (PrometheusTrigger, PROM, {"target_value": "1"}, "target_value", r"got '1'"),
+    (PrometheusTrigger, PROM, {"name": None}, "name", r"got None"),
+    (AutoScaling, SCALING, {"min_replicas": 3}, "min_replicas", r"at most max_replicas \(2\)"),
+    (AutoScaling, SCALING, {"max_replicas": 0}, "max_replicas", r"at least 1"),
+    (AutoScaling, SCALING, {"trigger": "cpu"}, "trigger", r"a CloudWatchTrigger or a PrometheusTrigger"),
+    (AutoScaling, SCALING, {"polling_interval_seconds": 0}, "polling_interval_seconds", r"at least 1"),
+    (AutoScaling, SCALING, {"cooldown_seconds": 1.5}, "cooldown_seconds", r"got 1\.5"),
+    (InferenceEndpoint, MODEL, {"name": "Llama_70B"}, "name", r"lowercase letters"),
+    (InferenceEndpoint, MODEL, {"instance_types": "ml.p5.48xlarge"}, "instance_types", r"not a list"),
+    (InferenceEndpoint, MODEL, {"instance_types": ("p5.48xlarge",)}, "instance_types[0]", r"GPU instance type"),
+    (InferenceEndpoint, MODEL, {"model_source": "s3://weights"}, "model_source", r"an S3ModelSource"),
+    (InferenceEndpoint, MODEL, {"worker": WORKER}, "worker", r"a VllmWorker"),
+    (InferenceEndpoint, MODEL, {"replicas": 0}, "replicas", r"at least 1"),
+    (InferenceEndpoint, MODEL, {"endpoint_name": "bad name"}, "endpoint_name", r"a SageMaker endpoint name"),
+    (InferenceEndpoint, MODEL, {"threads_per_core": 4}, "threads_per_core", r"one of 1, 2"),
+    (InferenceEndpoint, MODEL, {"instance_types": ("ml.g5.xlarge",)}, "threads_per_core", r"threads_per_core=2"),
+    (InferenceEndpoint, MODEL, {"max_deploy_time_seconds": 10}, "max_deploy_time_seconds", r"from 60"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "base", "overrides", "param", "match"), PART_CASES)
+def test_builder_part_misuse(
+    kind: type, base: dict[str, Any], overrides: dict[str, Any], param: str, match: str
+) -> None:
+    _refused(lambda: kind(**{**base, **overrides}), kind.__name__, param, match)
+
+
+def test_every_builder_part_has_at_least_five_misuse_cases() -> None:
+    counts = {k.__name__: sum(1 for case in PART_CASES if case[0] is k) for k in {c[0] for c in PART_CASES}}
+    assert len(counts) == 8 and all(count >= 5 for count in counts.values()), counts
+
+
+@pytest.mark.parametrize(
+    ("kind", "base", "param"),
+    [
+        (kind, base, field.name)
+        for kind, base in ((S3ModelSource, S3), (FsxModelSource, FSX), (VllmWorker, WORKER),
+                           (RequestLimits, {"max_concurrent_requests": 1}), (CloudWatchTrigger, CW),
+                           (PrometheusTrigger, PROM), (AutoScaling, SCALING), (InferenceEndpoint, MODEL))
+        for field in dataclasses.fields(kind)
+    ],
+    ids=lambda c: getattr(c, "__name__", c if isinstance(c, str) else None),
+)  # fmt: skip
+def test_any_junk_for_a_builder_field_is_an_argument_error_or_accepted(
+    kind: type, base: dict[str, Any], param: str
+) -> None:
+    for junk in JUNK:
+        try:
+            kind(**{**base, param: junk})
+        except ArgumentError as error:
+            assert error.owner == kind.__name__ and error.param.startswith((param, "worker.")), str(error)
+
+
+def test_builder_tokens_pass_unparsed() -> None:
+    stack = cdk.Stack()
+    bucket = s3.Bucket(stack, "B")
+    source = S3ModelSource(bucket_name=bucket.bucket_name, region=cdk.Aws.REGION, location=cdk.Aws.STACK_NAME)
+    rendered = stack.resolve(source.render())
+    assert rendered["s3Storage"] == {"bucketName": {"Ref": stack.get_logical_id(bucket.node.default_child)},
+                                     "region": {"Ref": "AWS::Region"}}  # fmt: skip
+    assert rendered["modelLocation"] == {"Ref": "AWS::StackName"}
