@@ -3,6 +3,7 @@
 #   make test    the whole test suite (first installs the real components the tests start: see test-tools)
 #   make lint    ruff + mypy --strict on the package
 #   make bench   CLI synth time of each tier against an empty CDK app, then the test suite's time
+#   make checkov synthesize every tier (cdk-nag gate included) and scan each template with the pinned checkov
 # Pass context through CDK_ARGS, e.g. `make synth CDK_ARGS="-c tier=sagemaker"`.
 
 PYTHON ?= python3
@@ -16,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 CDK := npx --no-install cdk
 CDK_ARGS ?=
 
-.PHONY: bootstrap test-tools synth test lint bench clean
+.PHONY: bootstrap test-tools synth test lint bench checkov clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +44,7 @@ bootstrap: $(VENV)/.installed node_modules/.installed
 test-tools:
 	bash tools/gateway/setup.sh
 	bash tools/observability/setup.sh
+	bash tools/checkov/setup.sh
 
 synth: $(VENV)/.installed-app node_modules/.installed
 	rm -rf cdk.out
@@ -59,6 +61,18 @@ lint: bootstrap
 
 bench: bootstrap
 	$(BIN)/python tools/bench_synth.py
+
+# One CLI synth per tier (TIERS in app_factory), each scanned before the next replaces cdk.out; every tier is
+# scanned even when an earlier one fails, and any failed check fails the target.
+checkov: $(VENV)/.installed-app node_modules/.installed
+	bash tools/checkov/setup.sh
+	@failed=""; \
+	for tier in $$($(BIN)/python -c "from inference_tiers.app_factory import TIERS; print(' '.join(TIERS))"); do \
+	  echo "== tier $$tier: npx cdk synth (cdk-nag gate included), then checkov"; \
+	  $(MAKE) --no-print-directory synth CDK_ARGS="-c tier=$$tier" || exit 1; \
+	  $(BIN)/python tools/checkov/scan.py cdk.out || failed="$$failed $$tier"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "checkov: failed checks in:$$failed"; exit 1; fi
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache

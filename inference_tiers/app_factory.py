@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Stack, Tags
+from aws_cdk import Aspects, Stack, Tags
 from constructs import Construct
 
 from inference_tiers.config import AppConfig, parse_config
+from inference_tiers.constructs.common.checkov import FrameworkFunctionSkips
 from inference_tiers.stacks import (
     agent_sandbox,
     bedrock,
@@ -41,7 +42,10 @@ def parse_app_config(context: Mapping[str, Any]) -> AppConfig:
 
 
 def build_app(app: Construct, config: AppConfig) -> list[Stack]:
-    """Add the stacks of every selected tier to ``app`` and tag them; returns the stacks in build order."""
+    """Add the stacks of every selected tier to ``app`` and tag them; returns the stacks in build order.
+
+    The functions aws-cdk generates in any of them get their checkov skips, each with its reason, at synth."""
+    Aspects.of(app).add(FrameworkFunctionSkips())
     stacks: list[Stack] = []
     for name in config.tiers:
         for stack in TIERS[name].build(app, config.settings[name]):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CfnOutput, CfnParameter, CfnResource, Duration, Stack
+from aws_cdk import CfnOutput, CfnParameter, Duration, Stack
 from aws_cdk import aws_certificatemanager as acm
 from constructs import Construct
 
@@ -61,7 +61,6 @@ from inference_tiers.constructs.gateway import (
     OpenAICompatibleTarget,
     SageMakerTarget,
 )
-from inference_tiers.constructs.gateway.checkov import skip_check
 from inference_tiers.constructs.gateway.targets import GatewayTarget
 from inference_tiers.litellm.config import LITELLM_IMAGE, MODEL_NAME_PATTERN, RouterOptions
 from inference_tiers.tier import Tier
@@ -276,7 +275,6 @@ class GatewayStack(Stack):
             database_connections_alarm=settings.database_connections_alarm,
             alarm_email=settings.alarm_email,
         )
-        self._skip_framework_checks()
         CfnOutput(
             self, "GatewayUrl", value=self.gateway.url, description="OpenAI-compatible base URL (+ /v1)"
         )
@@ -286,21 +284,6 @@ class GatewayStack(Stack):
         CfnOutput(self, "MasterKeySecretArn", value=self.gateway.master_key_secret.secret_arn)
         CfnOutput(self, "Models", value=", ".join(m.name for m in self.gateway.models))
         CfnOutput(self, "DashboardUrl", value=dashboard_url(self.monitoring.dashboard))
-
-    def _skip_framework_checks(self) -> None:
-        """checkov findings on the function aws-cdk adds to strip the VPC's default security group."""
-        provider = self.node.try_find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
-        if provider is None:
-            return
-        handler = provider.node.find_child("Handler")
-        assert isinstance(handler, CfnResource)
-        reason = (
-            "aws-cdk's Custom::VpcRestrictDefaultSG provider function (@aws-cdk/aws-ec2:restrictDefaultSecurityGroup):"
-            " called synchronously by CloudFormation at deploy time only to remove the default security group's "
-            "rules; aws-cdk exposes no VPC, dead-letter queue or concurrency settings for it"
-        )
-        for check in ("CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"):
-            skip_check(handler, check, reason)
 
     def _acknowledge_inference_checks(self, settings: GatewaySettings) -> None:
         acknowledge(

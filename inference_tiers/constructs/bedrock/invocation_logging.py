@@ -132,9 +132,7 @@ class ModelInvocationLogging(Construct):
         allow_log_encryption(self.kms_key, self, "*")
 
         # The access-log bucket is not logged itself: that would recurse.
-        self.access_logs_bucket = access_logs_bucket(
-            self, "AccessLogsBucket", lifecycle_rules=[s3.LifecycleRule(expiration=object_expiration)]
-        )
+        self.access_logs_bucket = access_logs_bucket(self, "AccessLogsBucket", expiration=object_expiration)
         self.bucket = private_bucket(
             self,
             "Bucket",

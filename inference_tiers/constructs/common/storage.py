@@ -1,28 +1,55 @@
-"""The S3 buckets every tier creates, with one set of secure defaults: private, TLS-only, retained."""
+"""The S3 buckets every tier creates, with one set of secure defaults: private, TLS-only, versioned, retained."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from inference_tiers.constructs.common.checkov import skip_check
 
-def access_logs_bucket(scope: Construct, construct_id: str, **props: Any) -> s3.Bucket:
+# How long a deleted or overwritten access-log object stays recoverable: versioning keeps someone who can delete
+# log objects from erasing the record of their own requests, for long enough to notice and restore them.
+ACCESS_LOG_NONCURRENT_EXPIRATION = Duration.days(90)
+# Log delivery writes whole objects; a stray incomplete multipart upload is removed after this long.
+ABORT_INCOMPLETE_UPLOADS_AFTER = Duration.days(7)
+
+
+def access_logs_bucket(
+    scope: Construct, construct_id: str, *, expiration: Duration | None = None
+) -> s3.Bucket:
     """A destination for S3 server access logs: SSE-S3 (the only encryption log delivery supports), private,
-    TLS-only, retained. Object ownership is left to aws-cdk, which grants log delivery by bucket policy under
-    the ``@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy`` flag (set in cdk.json). ``props``: e.g. lifecycle."""
-    return s3.Bucket(
+    TLS-only, versioned, retained. One lifecycle rule expires noncurrent versions after
+    ``ACCESS_LOG_NONCURRENT_EXPIRATION``, aborts incomplete multipart uploads after
+    ``ABORT_INCOMPLETE_UPLOADS_AFTER`` and, with ``expiration`` (default: kept), expires log objects after that
+    long. Object ownership is left to aws-cdk, which grants log delivery by bucket policy under the
+    ``@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy`` flag (set in cdk.json)."""
+    bucket = s3.Bucket(
         scope,
         construct_id,
         encryption=s3.BucketEncryption.S3_MANAGED,
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        versioned=True,
+        lifecycle_rules=[
+            s3.LifecycleRule(
+                expiration=expiration,
+                noncurrent_version_expiration=ACCESS_LOG_NONCURRENT_EXPIRATION,
+                abort_incomplete_multipart_upload_after=ABORT_INCOMPLETE_UPLOADS_AFTER,
+            )
+        ],
         removal_policy=RemovalPolicy.RETAIN,
-        **props,
     )
+    skip_check(
+        bucket,
+        "CKV_AWS_18",
+        "This bucket is the server access log destination of the stack's other buckets; logging it into "
+        "itself would log every log delivery, without end",
+    )
+    return bucket
 
 
 def private_bucket(

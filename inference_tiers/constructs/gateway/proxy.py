@@ -36,9 +36,9 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
-from inference_tiers.constructs.gateway.checkov import skip_check
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
 from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
 from inference_tiers.litellm import config as litellm
@@ -573,32 +573,16 @@ class LiteLLMGateway(Construct):
         )
         provider = cr.Provider(self, "MigrationProvider", on_event_handler=handler, log_group=log_group)
         self._acknowledge_migration(handler, provider)
-        for function in (handler, provider.node.find_child("framework-onEvent")):
-            skip_check(
-                function,
-                "CKV_AWS_117",
-                "Calls only AWS APIs (RDS Data API, ECS, Secrets Manager, Lambda): no VPC resource to reach",
-            )
-            skip_check(
-                function,
-                "CKV_AWS_116",
-                "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
-            )
-            skip_check(
-                function,
-                "CKV_AWS_173",
-                "Its environment holds no secret (at most the user handler's ARN); secrets are read at run time from Secrets Manager",
-            )
-            skip_check(
-                function,
-                "CKV_AWS_272",
-                "A deployment-time custom resource whose code ships as a CDK asset in the stack's own bucket; code signing is not configured for CDK assets",
-            )
-        framework = provider.node.find_child("framework-onEvent")
+        # The Provider's own framework function gets its skips from FrameworkFunctionSkips (build_app).
         skip_check(
-            framework,
-            "CKV_AWS_115",
-            "aws-cdk's Provider framework function (custom-resources) has no concurrency setting; CloudFormation calls it once per resource event",
+            handler,
+            "CKV_AWS_117",
+            "Calls only AWS APIs (RDS Data API, ECS, Secrets Manager, Lambda): no VPC resource to reach",
+        )
+        skip_check(
+            handler,
+            "CKV_AWS_116",
+            "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
         )
         return CustomResource(
             self,

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the pinned checkov into its own tool venv, tools/checkov/.venv, idempotently (make checkov and make
+# test-tools call it): --require-hashes from tools/checkov/requirements.txt, never into the package's environment,
+# whose dependencies checkov's pins clash with. Reruns do nothing unless requirements.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+venv=tools/checkov/.venv
+stamp="$venv/.installed-$(sha256sum tools/checkov/requirements.txt | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+    -r tools/checkov/requirements.txt
+  touch "$stamp"
+fi
+echo "tools/checkov/setup.sh: checkov $("$venv/bin/checkov" --version) ready"
