@@ -67,6 +67,15 @@ def framework_stack(outdir: Path) -> FrameworkStack:
         sources=[s3_deployment.Source.data("hello.txt", "hello")],
         destination_bucket=bucket,
     )
+    cr.AwsCustomResource(
+        stack,
+        "Call",
+        on_create=cr.AwsSdkCall(
+            service="STS", action="getCallerIdentity", physical_resource_id=cr.PhysicalResourceId.of("id")
+        ),
+        policy=cr.AwsCustomResourcePolicy.from_sdk_calls(resources=cr.AwsCustomResourcePolicy.ANY_RESOURCE),
+        install_latest_aws_sdk=False,
+    )
     # A user's functions whose ids are those of framework functions: they must get no skip.
     decoys = [
         _function(Construct(stack, "NotAProvider"), "framework-onEvent"),

@@ -17,6 +17,7 @@ from constructs import Construct
 
 from inference_tiers.app_factory import TIERS
 from inference_tiers.constructs.common.checkov import (
+    AWS_CUSTOM_RESOURCE,
     BUCKET_DEPLOYMENT,
     CUSTOM_RESOURCE_PROVIDER,
     KUBECTL_HANDLER,
@@ -114,6 +115,7 @@ def test_aspect_skips_exactly_the_framework_functions_and_their_checks(framework
         built.logical_id(vpc_provider.node.find_child("Handler")): CUSTOM_RESOURCE_PROVIDER,
         built.logical_id(built.provider.node.find_child("framework-onEvent")): PROVIDER_FRAMEWORK,
         built.logical_id(deployment_role.node.scope): BUCKET_DEPLOYMENT,
+        built.logical_id(stack.node.find_child("Call").grant_principal.node.scope): AWS_CUSTOM_RESOURCE,
     }
     # Besides the framework functions, only the access-log bucket (skip_check in storage.py) has skips.
     access_logs = built.logical_id(stack.node.find_child("AccessLogs"))
@@ -128,7 +130,13 @@ def test_aspect_skips_exactly_the_framework_functions_and_their_checks(framework
         assert built.logical_id(function) not in skips
 
 
-_KINDS = (CUSTOM_RESOURCE_PROVIDER, PROVIDER_FRAMEWORK, KUBECTL_HANDLER, BUCKET_DEPLOYMENT)
+_KINDS = (
+    CUSTOM_RESOURCE_PROVIDER,
+    PROVIDER_FRAMEWORK,
+    KUBECTL_HANDLER,
+    BUCKET_DEPLOYMENT,
+    AWS_CUSTOM_RESOURCE,
+)
 
 
 def _framework_environments(template: dict[str, Any]) -> list[tuple[str, Any, set[str]]]:

@@ -2,7 +2,7 @@
 
 ``skip_check`` is the one way the constructs skip a check. ``FrameworkFunctionSkips`` is the Aspect that
 ``build_app`` applies for the functions aws-cdk itself generates (custom-resource providers, the Provider
-framework, the EKS kubectl provider, BucketDeployment's copy function): the project cannot configure the
+framework, the EKS kubectl provider, BucketDeployment's copy function, AwsCustomResource's function): the project cannot configure the
 properties checkov asks for on those, so the Aspect names which framework resource each one is and why the check
 does not apply. It recognises them by their aws-cdk construct class, never by a name a user's function could share.
 """
@@ -19,7 +19,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3_deployment as s3_deployment
 from aws_cdk import custom_resources as cr
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 from inference_tiers.validation import Args
 
@@ -121,6 +121,15 @@ BUCKET_DEPLOYMENT = FrameworkFunction(
     frozenset({"AWS_CA_BUNDLE"}),
 )
 
+AWS_CUSTOM_RESOURCE = FrameworkFunction(
+    "aws-cdk's AwsCustomResource function",
+    {
+        "CKV_AWS_115": _NO_CONCURRENCY,
+        "CKV_AWS_116": f"CloudFormation invokes it at deploy time; {_NO_DLQ}",
+        "CKV_AWS_117": "it makes the one AWS API call its custom resource names and reaches nothing inside a VPC",
+    },
+)
+
 
 @jsii.implements(IAspect)
 class FrameworkFunctionSkips:
@@ -153,11 +162,18 @@ def _framework_functions(node: IConstruct) -> Iterable[tuple[CfnResource, Framew
         if isinstance(handler, lambda_.Function):
             yield _cfn_function(handler), KUBECTL_HANDLER
     elif isinstance(node, s3_deployment.BucketDeployment):
-        # The copy function is a singleton at the stack's root: the one whose role is this deployment's.
-        role_path = node.handler_role.node.path
-        for child in Stack.of(node).node.children:
-            if isinstance(child, lambda_.Function) and child.role and child.role.node.path == role_path:
-                yield _cfn_function(child), BUCKET_DEPLOYMENT
+        yield from _singleton_with_role(node, node.handler_role, BUCKET_DEPLOYMENT)
+    elif isinstance(node, cr.AwsCustomResource) and isinstance(node.grant_principal, Construct):
+        yield from _singleton_with_role(node, node.grant_principal, AWS_CUSTOM_RESOURCE)
+
+
+def _singleton_with_role(
+    node: IConstruct, role: IConstruct, kind: FrameworkFunction
+) -> Iterable[tuple[CfnResource, FrameworkFunction]]:
+    """The singleton function aws-cdk adds at the stack's root for ``node``: the one whose role is ``role``."""
+    for child in Stack.of(node).node.children:
+        if isinstance(child, lambda_.Function) and child.role and child.role.node.path == role.node.path:
+            yield _cfn_function(child), kind
 
 
 def _cfn_function(function: lambda_.Function) -> CfnResource:

@@ -29,6 +29,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
@@ -434,6 +435,7 @@ class HyperPodCluster(Construct):
             ),
         )
         self._acknowledge_barrier_findings(provider, [on_event, is_complete])
+        self._skip_barrier_checks(provider, [on_event, is_complete])
         barrier = CustomResource(
             self,
             "NodesReady",
@@ -551,6 +553,37 @@ class HyperPodCluster(Construct):
             "AwsSolutions-SF2",
             "The barrier's waiter state machine only polls ListClusterNodes once a minute; its executions are "
             "logged in full, so X-Ray tracing adds nothing",
+        )
+
+    def _skip_barrier_checks(self, provider: cr.Provider, handlers: list[lambda_.Function]) -> None:
+        """checkov checks that do not apply to the node barrier (the Provider's own framework functions get
+        theirs from FrameworkFunctionSkips in build_app)."""
+        for handler in handlers:
+            skip_check(
+                handler,
+                "CKV_AWS_115",
+                "The node barrier runs only during deployments, once per event of Custom::HyperPodNodesReady, "
+                "and never competes for the account's concurrency",
+            )
+            skip_check(
+                handler,
+                "CKV_AWS_116",
+                "The Provider framework invokes the node barrier synchronously and reports every failure or "
+                "timeout to CloudFormation: no asynchronous event to dead-letter",
+            )
+            skip_check(
+                handler,
+                "CKV_AWS_117",
+                "The node barrier calls only the SageMaker ListClusterNodes API and reaches nothing inside the "
+                "VPC; outside it, it needs no NAT route or interface endpoint",
+            )
+        waiter_role = provider.node.find_child("waiter-state-machine").node.find_child("Role")
+        skip_check(
+            waiter_role.node.find_child("DefaultPolicy"),
+            "CKV_AWS_111",
+            "aws-cdk's Provider grants its waiter state machine the CloudWatch Logs delivery actions "
+            "(logs:CreateLogDelivery, PutResourcePolicy...) on * because they support no resource-level "
+            "permissions; the state machine only writes its own execution log",
         )
 
 
