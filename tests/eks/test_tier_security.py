@@ -21,15 +21,14 @@ CONFUSED_DEPUTY_SERVICES = {
     "sagemaker.amazonaws.com",
     "pods.eks.amazonaws.com",
     "grafana.amazonaws.com",
+    "states.amazonaws.com",
 }
-# Services that assume roles for the account's own resources without sending the two keys (or whose roles
-# aws-cdk creates inside its frameworks): Lambda execution roles, EC2 instance profiles (node roles), the EKS
-# cluster service role and the Provider framework's Step Functions waiter.
+# Services for whose roles AWS documents no source keys, so a condition on them could lock the service out:
+# Lambda execution roles, EC2 instance profiles (node roles) and the EKS cluster service role.
 NO_SOURCE_KEYS = {
     "lambda.amazonaws.com",
     "ec2.amazonaws.com",
     "eks.amazonaws.com",
-    "states.amazonaws.com",
 }
 
 

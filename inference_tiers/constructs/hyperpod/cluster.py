@@ -33,7 +33,7 @@ from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
-from inference_tiers.constructs.common.trust import sagemaker_principal
+from inference_tiers.constructs.common.trust import regional_arn_pattern, sagemaker_principal
 from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
 from inference_tiers.validation import Args
 
@@ -436,6 +436,7 @@ class HyperPodCluster(Construct):
         )
         self._acknowledge_barrier_findings(provider, [on_event, is_complete])
         self._skip_barrier_checks(provider, [on_event, is_complete])
+        _limit_waiter_trust(provider)
         barrier = CustomResource(
             self,
             "NodesReady",
@@ -585,6 +586,21 @@ class HyperPodCluster(Construct):
             "(logs:CreateLogDelivery, PutResourcePolicy...) on * because they support no resource-level "
             "permissions; the state machine only writes its own execution log",
         )
+
+
+def _limit_waiter_trust(provider: cr.Provider) -> None:
+    """The Provider framework's waiter role trusts states.amazonaws.com for any account's state machines; Step
+    Functions sends aws:SourceAccount and aws:SourceArn (its confused-deputy guide), so bind the role to state
+    machines of this account and Region (the waiter's own ARN would be a circular reference)."""
+    role = provider.node.find_child("waiter-state-machine").node.find_child("Role").node.default_child
+    assert isinstance(role, iam.CfnRole), "aws-cdk's Provider no longer names its waiter role: review this"
+    role.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {
+            "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": regional_arn_pattern(provider, "states", "stateMachine:*")},
+        },
+    )
 
 
 def _log_key(scope: Construct) -> kms.Key:
