@@ -10,6 +10,7 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, InstanceNeed
+from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.sagemaker import STACK_NAME, TIER, SageMakerSettings
 from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors
 
@@ -272,6 +273,8 @@ def test_capacity_rules_name_the_context_key() -> None:
 )
 def test_variants_pass_nag_and_cfn_lint(overrides: dict[str, str]) -> None:
     build = build_tier("sagemaker", **overrides)
-    report = AwsSolutionsChecks().validate_scope(build.app)
-    assert report.success, [v.rule_name for v in report.violations]
+    # Both packs add_nag_checks runs (hub weights acknowledge InferenceTiers-SM2[NetworkIsolation]).
+    for pack in (AwsSolutionsChecks(), InferenceChecks()):
+        report = pack.validate_scope(build.app)
+        assert report.success, [v.rule_name for v in report.violations]
     assert cfn_lint_errors(build.templates()[STACK_NAME]) == []

@@ -342,6 +342,13 @@ class SageMakerLlmEndpoint(Construct):
         # CreateModel validates ECR and S3 access, so the role's policy must exist first: depending on the
         # Role construct makes the Model depend on its DefaultPolicy too.
         self.model.node.add_dependency(self.role)
+        if not weights.is_s3:
+            acknowledge(
+                self.model,
+                "InferenceTiers-SM2[NetworkIsolation]",
+                "hub weights are downloaded by the container at start, through the VPC's NAT and its HTTPS-only "
+                "security group; S3 weights run network-isolated",
+            )
 
         # --- alarms first: deployments roll back on them ------------------------------------------------------------
         self.monitoring = EndpointMonitoring(
