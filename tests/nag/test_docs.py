@@ -23,3 +23,19 @@ def test_the_rule_table_matches_the_pack() -> None:
 
 def test_the_readme_links_the_page() -> None:
     assert "(docs/nag-rules.md)" in (PROJECT_ROOT / "README.md").read_text()
+
+
+def test_every_acknowledgment_in_the_code_is_in_the_page_and_no_other() -> None:
+    """The page's table of this project's acknowledgments names exactly the findings the code acknowledges."""
+    finding = re.compile(r'"(InferenceTiers-[A-Z]+\d+(?:\[[^"\]]+\])?)"')
+    in_code = {
+        match
+        for source in (PROJECT_ROOT / "inference_tiers").rglob("*.py")
+        if "nag" not in source.relative_to(PROJECT_ROOT / "inference_tiers").parts[:1]
+        for match in finding.findall(source.read_text())
+    }
+    section = (
+        PAGE.read_text().split("## Where this project's tiers acknowledge a rule", 1)[1].split("\n## ", 1)[0]
+    )
+    in_page = set(re.findall(r"^\| `(InferenceTiers-[^`]+)` \|", section, re.MULTILINE))
+    assert in_code == in_page
