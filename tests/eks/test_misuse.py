@@ -107,7 +107,7 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
         r"got 'large'",
     ),
     (EfaNodeGroup, lambda e: {"cluster": "my-cluster"}, "cluster", r"not a string"),
-    (EfaNodeGroup, lambda e: {"cluster": e.bare_cluster}, "cluster", r"kubectl_provider_options"),
+    (EfaNodeGroup, lambda e: {"cluster": e.subnet}, "cluster", r"an ICluster"),
     (EfaNodeGroup, lambda e: {"subnet": "subnet-1"}, "subnet", r"an ISubnet"),
     (
         EfaNodeGroup,
@@ -330,6 +330,11 @@ def test_instance_group_counts_and_plans_may_be_deploy_time_values(tmp_path: Pat
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::EC2::Subnet", {"AvailabilityZoneId": {"Ref": "Zone"}})
     assert network.hyperpod_subnet is not None
+
+
+def test_a_node_group_needs_no_kubectl_provider(env: Env) -> None:
+    group = env.build(EfaNodeGroup, cluster=env.bare_cluster, subnet=env.bare_cluster.vpc.private_subnets[0])
+    assert group.nodegroup is not None
 
 
 def test_a_subnet_selection_is_required_not_a_list(env: Env) -> None:

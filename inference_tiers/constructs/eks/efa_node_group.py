@@ -31,7 +31,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from inference_tiers.constructs.eks.cluster import as_cluster_ref, create_node_role, kubectl_cluster
+from inference_tiers.constructs.eks.cluster import as_cluster_ref, create_node_role
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import is_label_map
 from inference_tiers.validation import Args, is_token
@@ -149,7 +149,8 @@ class EfaNodeGroup(Construct):
         :param labels: extra Kubernetes node labels. Default: none.
         """
         args = _ARGS
-        cluster = kubectl_cluster(args, "cluster", cluster)  # type: ignore[assignment]
+        # A managed node group needs no kubectl provider: any ICluster construct will do.
+        args.implements("cluster", cluster, eks.ICluster)
         args.implements("subnet", subnet, ec2.ISubnet)
         if placement_group is not None:
             args.boolean("placement_group", placement_group)
