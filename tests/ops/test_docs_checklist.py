@@ -1,4 +1,4 @@
-"""docs/sagemaker.md's "What a first deploy needs" marks as checked exactly what preflight checks for the tier."""
+"""A tier doc's "What a first deploy needs" marks as checked exactly what preflight checks for the tier."""
 
 from __future__ import annotations
 
@@ -12,21 +12,44 @@ from tests.ops.helpers import tier_requirements
 from tests.ops.test_tiers import DeniedClients
 
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-week"
-# Each check preflight runs for the sagemaker tier, by the start of its name, and the checklist item it backs.
-ITEM_OF_CHECK = {
-    "quota ml.": "Endpoint quota for every pool",
-    "SageMaker quotas": "Endpoint quota for every pool",
-    "training plan ": "The training plan",
-    "image ": "The container image is in ECR",
-    "CDK bootstrap": "CDK bootstrap",
+# Per tier: the context that makes preflight run every check it has, and each check, by the start of its name,
+# with the checklist item it backs.
+TIERS = {
+    "sagemaker": (
+        (f"sagemaker.capacity_reservation_arn={PLAN}", 'sagemaker.instance_types=["ml.p5.48xlarge"]'),
+        {
+            "quota ml.": "Endpoint quota for every pool",
+            "SageMaker quotas": "Endpoint quota for every pool",
+            "training plan ": "The training plan",
+            "image ": "The container image is in ECR",
+            "CDK bootstrap": "CDK bootstrap",
+        },
+    ),
+    "disaggregated": (
+        (),
+        {
+            "instance type offerings": "Instance types offered",
+            "quota Running On-Demand P": "On-Demand P vCPU quota",
+            "capacity reservations": "The reservation",
+            "EKS Kubernetes": "EKS 1.35",
+            "EKS add-on ": "EKS add-on versions",
+            "image ": "The images",
+            "CDK bootstrap": "CDK bootstrap",
+        },
+    ),
 }
+NUMBERS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 _ITEM = re.compile(r"^- \[ \] \*\*(?P<title>[^*]+)\*\*(?P<text>.*?)(?=^- \[ \]|\Z)", re.MULTILINE | re.DOTALL)
 
 
-def _checklist() -> tuple[str, dict[str, bool]]:
-    doc = (PROJECT_ROOT / "docs" / "sagemaker.md").read_text()
+def _checklist(tier: str) -> tuple[str, dict[str, bool]]:
+    doc = (PROJECT_ROOT / "docs" / f"{tier}.md").read_text()
     section = doc.split("## What a first deploy needs", 1)[1].split("\n## ", 1)[0]
-    items = {m["title"]: "(checked" in m["text"] for m in _ITEM.finditer(section)}
+    # An item says it is checked as "(checked ...)" or "*(preflight: <check>)*".
+    items = {
+        m["title"]: any(mark in m["text"] for mark in ("(checked", "(preflight:"))
+        for m in _ITEM.finditer(section)
+    }
     return section, items
 
 
@@ -35,19 +58,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
 
 
-def test_the_checked_items_are_what_preflight_checks() -> None:
-    req = tier_requirements(
-        "sagemaker",
-        f"sagemaker.capacity_reservation_arn={PLAN}",
-        'sagemaker.instance_types=["ml.p5.48xlarge"]',
-    )
+@pytest.mark.parametrize("tier", TIERS)
+def test_the_checked_items_are_what_preflight_checks(tier: str) -> None:
+    context, item_of_check = TIERS[tier]
+    req = tier_requirements(tier, *context)
     checks = {r.check for r in preflight.run_preflight(DeniedClients(), req, "123456789012")}
-    backed = {item for check in checks for prefix, item in ITEM_OF_CHECK.items() if check.startswith(prefix)}
-    unlisted = [c for c in checks if not any(c.startswith(prefix) for prefix in ITEM_OF_CHECK)]
+    backed = {item for check in checks for prefix, item in item_of_check.items() if check.startswith(prefix)}
+    unlisted = [c for c in checks if not any(c.startswith(prefix) for prefix in item_of_check)]
     assert not unlisted, f"checks with no checklist item: {unlisted}"
-    section, items = _checklist()
+    section, items = _checklist(tier)
     assert {title for title, checked in items.items() if checked} == backed
     # The sentence above the list counts them, and they come first.
     count = re.search(r"checks the first (\w+)", section)
-    assert count is not None and count[1] == {3: "three", 4: "four", 5: "five"}[len(backed)]
+    assert count is not None and count[1] == NUMBERS[len(backed)]
     assert all(list(items.values())[: len(backed)])
