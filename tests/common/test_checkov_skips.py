@@ -27,7 +27,7 @@ from inference_tiers.constructs.common.checkov import (
 from inference_tiers.constructs.common.storage import access_logs_bucket
 from inference_tiers.validation import ArgumentError
 from tests.common.checkov_stack import framework_stack
-from tests.harness import TierBuild
+from tests.harness import TierBuild, make_app
 
 REASON = "The bucket only holds public test fixtures that anyone may read"
 
@@ -260,3 +260,18 @@ def test_eks_tiers_kubectl_handler_gets_its_framework_skips(
     logical_id = stack.get_logical_id(framework_function)
     assert "VpcConfig" in template["Resources"][logical_id]["Properties"]
     assert set(_skips(template)[logical_id]) == set(PROVIDER_FRAMEWORK.skips) - {"CKV_AWS_117"}
+
+
+@pytest.mark.parametrize("tier", ["sagemaker"])  # runs in the sagemaker tier's worker
+def test_sagemaker_model_skips_network_isolation_only_for_hub_weights(
+    tier: str, tier_build: Callable[[str], TierBuild]
+) -> None:
+    [s3_model] = tier_build(tier).template().find_resources("AWS::SageMaker::Model").values()
+    assert s3_model["Properties"]["EnableNetworkIsolation"] is True
+    assert "checkov" not in s3_model.get("Metadata", {})
+    _, stacks = make_app(tier=tier, **{"sagemaker.model_source": "hub"})
+    [hub_model] = Template.from_stack(stacks[0]).find_resources("AWS::SageMaker::Model").values()
+    assert hub_model["Properties"]["EnableNetworkIsolation"] is False
+    [skip] = hub_model["Metadata"]["checkov"]["skip"]
+    assert skip["id"] == "CKV_AWS_370"
+    assert "Hub weights are downloaded by the container" in skip["comment"]

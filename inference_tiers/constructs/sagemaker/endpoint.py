@@ -35,6 +35,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic, retained_key
 from inference_tiers.constructs.common.nag import acknowledge, nag_resource_id
 from inference_tiers.constructs.sagemaker.capacity import (
@@ -348,6 +349,12 @@ class SageMakerLlmEndpoint(Construct):
                 "InferenceTiers-SM2[NetworkIsolation]",
                 "hub weights are downloaded by the container at start, through the VPC's NAT and its HTTPS-only "
                 "security group; S3 weights run network-isolated",
+            )
+            skip_check(
+                self.model,
+                "CKV_AWS_370",
+                "Hub weights are downloaded by the container at start, so the model cannot be network-isolated; "
+                "it reaches the hub through the VPC's NAT and its HTTPS-only security group (S3 weights run isolated)",
             )
 
         # --- alarms first: deployments roll back on them ------------------------------------------------------------
