@@ -47,6 +47,7 @@ from inference_tiers.constructs.eks.cluster import (
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
     PRINCIPAL_ARN_PATTERN,
+    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
     as_cluster_ref,
 )
@@ -123,7 +124,7 @@ class AgentSandboxSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(), max_items=40),
+        PUBLIC_ENDPOINT_CIDRS,
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
 

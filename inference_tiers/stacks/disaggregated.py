@@ -25,7 +25,6 @@ from inference_tiers.config import (
     boolean,
     choice,
     integer,
-    ipv4_cidr,
     items,
     number,
     optional,
@@ -52,9 +51,8 @@ from inference_tiers.constructs.eks.cluster import (
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    MIN_PUBLIC_ENDPOINT_PREFIX,
     PRINCIPAL_ARN_PATTERN,
-    PUBLIC_CIDR_DESCRIPTION,
+    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
     as_cluster_ref,
 )
@@ -149,7 +147,7 @@ class DisaggregatedSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40),
+        PUBLIC_ENDPOINT_CIDRS,
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
     inference_gateway: InferenceGatewaySettings | None = setting(

@@ -43,9 +43,8 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
-    MIN_PUBLIC_ENDPOINT_PREFIX,
     PRINCIPAL_ARN_PATTERN,
-    PUBLIC_CIDR_DESCRIPTION,
+    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
     as_cluster_ref,
 )
@@ -123,7 +122,7 @@ class HyperPodSettings:
         "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
     )
     public_endpoint_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40),
+        PUBLIC_ENDPOINT_CIDRS,
         "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
     )
     model_name: str = setting(

@@ -21,6 +21,8 @@ from tests.ops.helpers import StubClients
         ("agent-sandbox.core_node_count", "1", "an integer from 2 to 10"),
         ("agent-sandbox.admin_principal_arn", "arn:aws:sts::123456789012:assumed-role/a/b", "an IAM role"),
         ("agent-sandbox.public_endpoint_cidrs", "everywhere", "an IPv4 CIDR block"),
+        ("agent-sandbox.public_endpoint_cidrs", "0.0.0.0/0", "from /8 to /32"),
+        ("agent-sandbox.public_endpoint_cidrs", "10.0.0.0/7", "from /8 to /32"),
         ("agent-sandbox.node_mode", "vm", "one of nested, metal"),
         ("agent-sandbox.instance_families", "m7g", "one of c8i"),
         ("agent-sandbox.kata_shim", "fc", "one of qemu-runtime-rs, clh-runtime-rs"),

@@ -37,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct, IConstruct
 
+from inference_tiers.config import Parser, ipv4_cidr, items
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.network import create_private_vpc
@@ -60,6 +61,10 @@ PUBLIC_CIDR_DESCRIPTION = (
     f"an IPv4 CIDR block from /{MIN_PUBLIC_ENDPOINT_PREFIX} to /32 naming your own networks, such as "
     "203.0.113.0/24 (0.0.0.0/0 and anything wider than /8 would open the Kubernetes API to the internet)"
 )
+PUBLIC_ENDPOINT_CIDRS: Parser = items(
+    ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40
+)
+"""The ``<tier>.public_endpoint_cidrs`` context key of every EKS tier: the rule EksCluster applies, at parse time."""
 
 
 @dataclass(frozen=True)
