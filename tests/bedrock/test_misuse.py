@@ -37,6 +37,7 @@ from inference_tiers.constructs import (
     invoke_statements,
 )
 from inference_tiers.validation import ArgumentError
+from tests.misuse import assert_junk_refused_by_name_or_accepted
 
 MODEL = "amazon.nova-2-lite-v1:0"
 PROFILE = "us.amazon.nova-2-lite-v1:0"
@@ -538,21 +539,6 @@ def test_the_base_arguments_of_the_cases_above_build(env: Env) -> None:
 
 # ------------------------------------------------------------ every parameter, one value of each wrong kind
 
-JUNK: list[Any] = [
-    None,
-    "",
-    "x",
-    0,
-    -1,
-    1.5,
-    True,
-    [],
-    ["x"],
-    {},
-    {"k": 1},
-    object(),
-    cdk.Duration.minutes(1),
-]
 
 CONSTRUCT_PARAMS: list[tuple[str, str, list[str]]] = [
     ("build_guardrail", "Guardrail", [
@@ -574,13 +560,6 @@ CONSTRUCT_PARAMS: list[tuple[str, str, list[str]]] = [
 ]  # fmt: skip
 
 
-def _only_argument_errors(build: Callable[..., Any], owner: str, param: str, value: Any) -> None:
-    try:
-        build(**{param: value})
-    except ArgumentError as error:
-        assert error.owner == owner and error.param.startswith(param), str(error)
-
-
 @pytest.mark.parametrize(
     ("builder", "owner", "param"),
     [(builder, owner, param) for builder, owner, params in CONSTRUCT_PARAMS for param in params],
@@ -588,8 +567,7 @@ def _only_argument_errors(build: Callable[..., Any], owner: str, param: str, val
 def test_any_junk_for_a_construct_parameter_is_an_argument_error_or_accepted(
     env: Env, builder: str, owner: str, param: str
 ) -> None:
-    for junk in JUNK:
-        _only_argument_errors(getattr(env, builder), owner, param, junk)
+    assert_junk_refused_by_name_or_accepted(getattr(env, builder), owner, param)
 
 
 # A valid instance of each props class; the sweep replaces one field at a time.
@@ -617,8 +595,7 @@ def test_any_junk_for_a_props_field_is_an_argument_error_or_accepted(
 ) -> None:
     assert isinstance(base(), props_class)
     for field in fields(props_class):
-        for junk in JUNK:
-            _only_argument_errors(base, props_class.__name__, field.name, junk)
+        assert_junk_refused_by_name_or_accepted(base, props_class.__name__, field.name)
 
 
 @pytest.mark.parametrize(
@@ -626,10 +603,9 @@ def test_any_junk_for_a_props_field_is_an_argument_error_or_accepted(
 )
 def test_any_junk_for_an_imported_guardrail_parameter_is_an_argument_error_or_accepted(param: str) -> None:
     base = {"guardrail_arn": GUARDRAIL_ARN, "guardrail_version": "1"}
-    for junk in JUNK:
-        _only_argument_errors(
-            lambda **kw: ImportedGuardrail(**{**base, **kw}), "ImportedGuardrail", param, junk
-        )
+    assert_junk_refused_by_name_or_accepted(
+        lambda **kw: ImportedGuardrail(**{**base, **kw}), "ImportedGuardrail", param
+    )
 
 
 def test_a_logs_retention_member_is_accepted(tmp_path: Path) -> None:
