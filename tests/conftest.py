@@ -44,30 +44,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(os.environ[_SESSION_TMP_VAR], ignore_errors=True)
 
 
-# Test folders named otherwise than the tier they test.
-_FOLDER_TIER = {"sandbox": "agent-sandbox"}
-
-
-def _xdist_group(item: pytest.Item) -> str | None:
-    """The tier a test synthesizes: its ``tier`` parameter, else its area folder (tests/<area>/...)."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and isinstance(callspec.params.get("tier"), str):
-        return str(callspec.params["tier"])
-    parts = item.path.relative_to(item.config.rootpath).parts
-    if len(parts) > 2 and parts[0] == "tests":
-        return _FOLDER_TIER.get(parts[1], parts[1])
-    return None
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Under pytest-xdist's loadgroup, tests of one group run in one worker: a tier's session build (and a
-    # tier's real servers, such as the gateway's LiteLLM and PostgreSQL) is made once, not once per worker.
-    for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(scope="session")
 def tier_build() -> Callable[[str], TierBuild]:
     """``tier_build("bedrock")``: the default-configured app for that tier, built once per session."""

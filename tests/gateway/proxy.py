@@ -204,11 +204,12 @@ def _server_user(folder: Path) -> dict[str, Any]:
         account = pwd.getpwnam("postgres")
     except KeyError:
         return missing("the postgres system user (Debian package postgresql)")
-    base = Path(os.environ.get("TMPDIR", folder.anchor)).resolve()
+    # Up to the first folder others may already pass through (/tmp, or the CI's own mktemp -d folder once opened).
     for parent in [folder, *folder.parents]:
-        if parent == base.parent:
+        mode = parent.stat().st_mode
+        if mode & 0o001:
             break
-        parent.chmod(parent.stat().st_mode | 0o711)
+        parent.chmod(mode | 0o711)
     os.chown(folder, account.pw_uid, account.pw_gid)
     return {"user": account.pw_uid, "group": account.pw_gid}
 
