@@ -4,7 +4,7 @@ configuration for the ECS gateway (pure data; the constructs base64-encode or in
 EKS (``AWS::APS::Scraper``): pods that carry ``prometheus.io/scrape: "true"`` with ``prometheus.io/port`` and
 ``prometheus.io/path`` (what the disaggregated tier's vLLM, vllm-router and mooncake_master pods set), plus the
 DCGM exporter (:9400) and node exporters (:9100, where the EFA collector runs) by container port, and the KEDA
-operator by its chart's pod label and port name. Jobs are named
+operator and kube-state-metrics by their pods' ``app.kubernetes.io/name`` label and metrics port name. Jobs are named
 after the pod's ``app.kubernetes.io/component`` so ``up{job="prefill"}`` reads naturally.
 
 ECS (ADOT sidecar): scrape the gateway container on 127.0.0.1 (same task network namespace), receive OTLP traces
@@ -25,8 +25,26 @@ NODE_EXPORTER_PORT = 9100
 # prometheus.operator.enabled=true is set in its values).
 KEDA_OPERATOR = "keda-operator"
 KEDA_METRICS_PORT_NAME = "metrics"
+# kube-state-metrics: the prometheus-community chart labels its pod app.kubernetes.io/name=kube-state-metrics and
+# names the object-metrics port "http"; the upstream kubernetes/kube-state-metrics example manifests name it
+# "http-metrics". Its self-telemetry port ("metrics" in the chart, "telemetry" upstream) is left out: it describes
+# the exporter, not the cluster.
+KUBE_STATE_METRICS = "kube-state-metrics"
+KUBE_STATE_METRICS_PORT_NAMES = ("http", "http-metrics")
 OTLP_GRPC = "127.0.0.1:4317"
 OTLP_HTTP = "127.0.0.1:4318"
+
+
+def _keep_named_port(app_name: str, port_names: tuple[str, ...]) -> dict[str, Any]:
+    """Keep only the pods labelled ``app.kubernetes.io/name=<app_name>``, on a container port of those names."""
+    return {
+        "source_labels": [
+            "__meta_kubernetes_pod_label_app_kubernetes_io_name",
+            "__meta_kubernetes_pod_container_port_name",
+        ],
+        "regex": f"{app_name};({'|'.join(port_names)})",
+        "action": "keep",
+    }
 
 
 def _keep_port(port: int) -> dict[str, Any]:
@@ -95,15 +113,13 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
             {
                 "job_name": "keda-operator",
                 "kubernetes_sd_configs": [{"role": "pod"}],
+                "relabel_configs": [_keep_named_port(KEDA_OPERATOR, (KEDA_METRICS_PORT_NAME,)), *_POD_LABELS],
+            },
+            {
+                "job_name": KUBE_STATE_METRICS,
+                "kubernetes_sd_configs": [{"role": "pod"}],
                 "relabel_configs": [
-                    {
-                        "source_labels": [
-                            "__meta_kubernetes_pod_label_app_kubernetes_io_name",
-                            "__meta_kubernetes_pod_container_port_name",
-                        ],
-                        "regex": f"{KEDA_OPERATOR};{KEDA_METRICS_PORT_NAME}",
-                        "action": "keep",
-                    },
+                    _keep_named_port(KUBE_STATE_METRICS, KUBE_STATE_METRICS_PORT_NAMES),
                     *_POD_LABELS,
                 ],
             },

@@ -83,7 +83,7 @@ def test_annotated_pods_are_scraped_on_their_annotated_port_and_path() -> None:
 def test_every_component_the_issue_names_has_a_job() -> None:
     jobs = [job["job_name"] for job in collectors.eks_scrape_config("c")["scrape_configs"]]
     # vLLM, vllm-router and mooncake_master are annotated pods (job renamed to their component label)
-    assert jobs == ["pods", "dcgm-exporter", "node-exporter", "keda-operator"]
+    assert jobs == ["pods", "dcgm-exporter", "node-exporter", "keda-operator", "kube-state-metrics"]
 
 
 def test_the_scrape_config_labels_every_series_with_the_cluster() -> None:
