@@ -21,11 +21,9 @@ from inference_tiers.constructs.bedrock.model_access import (
     ApplicationProfile,
     CrossRegionProfile,
     FoundationModel,
-    Geography,
     ModelInvokeAccess,
     ModelSource,
 )
-from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.litellm.config import (
     MODEL_NAME_PATTERN,
     BedrockModel,
@@ -90,15 +88,8 @@ class BedrockTarget:
         )
 
     def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        # ModelInvokeAccess acknowledges the cross-Region profile's one wildcard (bedrock:*::) itself.
         ModelInvokeAccess(scope, construct_id, grantee=grantee, model=self.model, guardrail=self.guardrail)
-        system = self.model.source if isinstance(self.model, ApplicationProfile) else self.model
-        if isinstance(system, CrossRegionProfile) and system.geography is not Geography.GLOBAL:
-            acknowledge(
-                grantee if isinstance(grantee, Construct) else scope,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{system.model_id}]",
-                f"The {system.profile_id} cross-Region profile serves from the model in any Region of its "
-                "geography; the grant names one model, pinned by bedrock:InferenceProfileArn and the guardrail",
-            )
 
 
 @dataclass(frozen=True)
