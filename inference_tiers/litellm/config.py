@@ -39,6 +39,8 @@ MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 MASTER_KEY_PREFIX = "sk-"
 SALT_KEY_ENV = "LITELLM_SALT_KEY"
 REDIS_ENV = ("REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD")
+# The OTLP/HTTP receiver of the observability tier's ADOT sidecar (same task, loopback only).
+SIDECAR_OTLP_HTTP = "http://127.0.0.1:4318"
 # Paths the proxy answers without a key: load balancer and container health checks only.
 HEALTH_PATHS = ("/health/liveliness", "/health/readiness")
 
@@ -259,15 +261,20 @@ class ProxyFeatures:
     :param database: PostgreSQL for virtual keys, teams, budgets and spend logs (default True).
     :param redis: Redis for limits, cooldowns and the spend-write buffer shared by every task (default True;
         required with more than one task).
+    :param tracing: a trace collector runs beside the proxy (default False): the ``otel`` callback exports the
+        proxy's spans (children of the client's ``traceparent``) and the client's ``traceparent`` is forwarded
+        to the backends. Its environment: :func:`tracing_environment`.
     """
 
     database: bool = True
     redis: bool = True
+    tracing: bool = False
 
     def __post_init__(self) -> None:
         args = Args("ProxyFeatures")
         args.boolean("database", self.database)
         args.boolean("redis", self.redis)
+        args.boolean("tracing", self.tracing)
 
 
 def render_config(
@@ -331,17 +338,22 @@ def render_config(
     if features.database and features.redis:
         # Spend updates from every task go through Redis, then one writer: no deadlocks at high request rates.
         general_settings["use_redis_transaction_buffer"] = True
+    litellm_settings: dict[str, Any] = {
+        "request_timeout": router.request_timeout_seconds,
+        "drop_params": False,
+        "json_logs": True,
+        "callbacks": ["prometheus", "otel"] if features.tracing else ["prometheus"],
+        "require_auth_for_metrics_endpoint": True,
+        "cache": False,
+    }
+    if features.tracing:
+        # LiteLLM 1.104.0 adds the client's traceparent to the backend request only when this is true and the
+        # otel callback is on (proxy/litellm_pre_call_utils.py, _add_otel_traceparent_to_data).
+        litellm_settings["forward_traceparent_to_llm_provider"] = True
     return {
         "model_list": [{"model_name": m.name, "litellm_params": m.litellm_params()} for m in checked],
         "router_settings": router_settings,
-        "litellm_settings": {
-            "request_timeout": router.request_timeout_seconds,
-            "drop_params": False,
-            "json_logs": True,
-            "callbacks": ["prometheus"],
-            "require_auth_for_metrics_endpoint": True,
-            "cache": False,
-        },
+        "litellm_settings": litellm_settings,
         "general_settings": general_settings,
     }
 
@@ -384,6 +396,16 @@ def proxy_environment(config_text: str) -> dict[str, str]:
         "NO_DOCS": "True",
         "NO_REDOC": "True",
     }
+
+
+def tracing_environment(endpoint: str = SIDECAR_OTLP_HTTP) -> dict[str, str]:
+    """The environment of a proxy with ``ProxyFeatures(tracing=True)``: export spans over OTLP/HTTP to
+    ``endpoint`` (LiteLLM 1.104.0's OpenTelemetry integration reads ``OTEL_EXPORTER`` and
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` and appends ``/v1/traces``). HTTP, not gRPC: the image's OTLP/HTTP exporter
+    needs no grpcio at run time."""
+    args = Args("tracing_environment")
+    args.text("endpoint", endpoint, pattern=_URL, description="an http(s) URL such as http://127.0.0.1:4318")
+    return {"OTEL_EXPORTER": "otlp_http", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
 
 
 def proxy_command(

@@ -155,6 +155,7 @@ class ObservabilityStack(Stack):
             self.hub.add_ecs_collector(
                 proxy.task_definition, metrics_port=LITELLM_PORT, log_group=proxy.log_group
             )
+            proxy.export_traces()  # the sidecar receives OTLP on 127.0.0.1:4318
         CfnOutput(self, "WorkspaceArn", value=self.hub.workspace_arn)
         CfnOutput(self, "PrometheusEndpoint", value=self.hub.prometheus_endpoint)
         CfnOutput(self, "RemoteWriteUrl", value=self.hub.remote_write_url)

@@ -28,10 +28,12 @@ from inference_tiers.litellm.config import (
     BedrockModel,
     GuardrailConfig,
     OpenAICompatibleModel,
+    ProxyFeatures,
     RouterOptions,
     SageMakerModel,
     proxy_command,
     render_config,
+    tracing_environment,
 )
 from inference_tiers.litellm.database import bootstrap_queries
 from inference_tiers.validation import ArgumentError
@@ -67,6 +69,8 @@ def expect(owner: str, param: str, call: Any) -> None:
 
 # --- props classes and pure functions: (owner, parameter, call) --------------------------------------------------
 PURE_MISUSE = [
+    ("ProxyFeatures", "tracing", lambda: ProxyFeatures(tracing="yes")),  # type: ignore[arg-type]
+    ("tracing_environment", "endpoint", lambda: tracing_environment("127.0.0.1:4318")),
     ("GuardrailConfig", "guardrail_arn", lambda: GuardrailConfig("gr-123", "1")),
     ("GuardrailConfig", "version", lambda: GuardrailConfig(CONFIG.guardrail_arn, "DRAFT")),
     ("GuardrailConfig", "version", lambda: GuardrailConfig(CONFIG.guardrail_arn, 1)),
@@ -319,3 +323,21 @@ def test_monitoring_misuse_is_an_argument_error(built_gateway: tuple[cdk.Stack, 
     for index, (param, overrides) in enumerate(cases):
         props = {"gateway": gateway, **overrides}
         expect("GatewayMonitoring", param, lambda p=props, i=index: GatewayMonitoring(stack, f"M{i}", **p))
+
+
+def test_export_traces_turns_on_the_otel_callback_and_traceparent_forwarding(tmp_path: Any) -> None:
+    stack, vpc = make_stack(tmp_path)
+    model = OpenAICompatibleTarget("vllm", URL, "qwen")
+    gateway = LiteLLMGateway(stack, "Gateway", vpc=vpc, models=[model], allow_http=True)
+    untraced = gateway.config["litellm_settings"]
+    assert untraced["callbacks"] == ["prometheus"]
+    assert "forward_traceparent_to_llm_provider" not in untraced
+    gateway.export_traces()
+    (task,) = Template.from_stack(stack).find_resources("AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment["OTEL_EXPORTER"] == "otlp_http"
+    assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:4318"
+    settings = json.loads(environment["LITELLM_CONFIG_YAML"])["litellm_settings"]
+    assert settings["callbacks"] == ["prometheus", "otel"]
+    assert settings["forward_traceparent_to_llm_provider"] is True

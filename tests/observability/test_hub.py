@@ -218,7 +218,12 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     task.add_container("Proxy", image=ecs.ContainerImage.from_registry("example/litellm:1.0"))
     other.vpc = vpc  # type: ignore[attr-defined]
     other.eks = SimpleNamespace(cluster=cluster, cluster_security_group_id="sg-0123456789abcdef0")  # type: ignore[attr-defined]
-    other.gateway = SimpleNamespace(task_definition=task, log_group=logs.LogGroup(other, "Logs"))  # type: ignore[attr-defined]
+    traced: list[bool] = []
+    other.gateway = SimpleNamespace(  # type: ignore[attr-defined]
+        task_definition=task,
+        log_group=logs.LogGroup(other, "Logs"),
+        export_traces=lambda: traced.append(True),
+    )
     settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]
     stack = ObservabilityStack(app, "Obs", settings=settings, disaggregated=other, gateway=other, env=env)
     (scraper,) = stack.hub.scrapers
@@ -231,6 +236,7 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
         "Proxy",
         "OtelCollector",
     ]
+    assert traced == [True]  # the gateway is told to export its traces to the sidecar
 
 
 def test_scraper_rbac_binds_the_scraper_user_to_read_only_verbs() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Annotations, CfnElement, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_certificatemanager as acm
@@ -199,9 +200,7 @@ class LiteLLMGateway(Construct):
             max_items=2,
         )
         # The render checks names and fallbacks; do it before creating anything.
-        self.config = litellm.render_config(
-            [m.render(self) for m in self.models], router=self.router, features=litellm.ProxyFeatures()
-        )
+        self.config = self._render(litellm.ProxyFeatures())
         self.config_text = litellm.render_text(self.config)
 
         stack = Stack.of(self)
@@ -320,11 +319,28 @@ class LiteLLMGateway(Construct):
         scheme, port = ("https", ADMIN_PORT) if self._https else ("http", HTTP_ADMIN_PORT)
         return f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{port}"
 
+    def export_traces(self, endpoint: str = litellm.SIDECAR_OTLP_HTTP) -> None:
+        """Trace every request: call this once a trace collector runs in the task (the observability tier's
+        ADOT sidecar, ``ObservabilityHub.add_ecs_collector``). The proxy then exports its spans, children of the
+        client's ``traceparent``, over OTLP/HTTP to ``endpoint`` and forwards the client's ``traceparent`` to
+        the backends (docs/observability.md, "W3C trace context, end to end")."""
+        environment = litellm.tracing_environment(endpoint)
+        self.config = self._render(litellm.ProxyFeatures(tracing=True))
+        self.config_text = litellm.render_text(self.config)
+        # The container was created with the untraced configuration; these replace it and add the exporter.
+        for name, value in {litellm.CONFIG_ENV: self.config_text, **environment}.items():
+            self.container.add_environment(name, value)
+
     def grant_admin(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read the master key (``inference-tiers gateway keys`` needs it)."""
         return self.master_key_secret.grant_read(grantee)
 
     # --- parts ---------------------------------------------------------------------------------------------------
+
+    def _render(self, features: litellm.ProxyFeatures) -> dict[str, Any]:
+        return litellm.render_config(
+            [m.render(self) for m in self.models], router=self.router, features=features
+        )
 
     def _generated_secret(self, construct_id: str, description: str) -> secretsmanager.Secret:
         secret = secretsmanager.Secret(
