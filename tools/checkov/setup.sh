@@ -14,4 +14,5 @@ if [ ! -f "$stamp" ]; then
     -r tools/checkov/requirements.txt
   touch "$stamp"
 fi
-echo "tools/checkov/setup.sh: checkov $("$venv/bin/checkov" --version) ready"
+# The version from the package metadata: running checkov would leave its parser cache (.lark_cache_*) in TMPDIR.
+"$venv/bin/python" -c "import importlib.metadata as m; print('tools/checkov/setup.sh: checkov', m.version('checkov'), 'ready')"
