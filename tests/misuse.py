@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 
 from inference_tiers.validation import ArgumentError
 
@@ -24,6 +26,16 @@ JUNK: list[Any] = [
     object(),
     cdk.Duration.minutes(1),
 ]
+
+
+def assert_refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
+    """``build()`` raises an ArgumentError naming ``owner`` and ``param``, whose message matches ``match``."""
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    error = raised.value
+    assert (error.owner, error.param) == (owner, param), str(error)
+    assert str(error).startswith(f"{owner}: parameter '{param}' got ")
+    assert re.search(match, str(error)), str(error)
 
 
 def assert_junk_refused_by_name_or_accepted(

@@ -4,7 +4,6 @@ the parameter, the value received and what is accepted: never a TypeError, Attri
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -37,7 +36,7 @@ from inference_tiers.constructs import (
     invoke_statements,
 )
 from inference_tiers.validation import ArgumentError
-from tests.misuse import assert_junk_refused_by_name_or_accepted
+from tests.misuse import assert_junk_refused_by_name_or_accepted, assert_refused
 
 MODEL = "amazon.nova-2-lite-v1:0"
 PROFILE = "us.amazon.nova-2-lite-v1:0"
@@ -87,15 +86,6 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
     return Env(tmp_path_factory.mktemp("cdk.out"))
-
-
-def _refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
-    with pytest.raises(ArgumentError) as raised:
-        build()
-    error = raised.value
-    assert (error.owner, error.param) == (owner, param), str(error)
-    assert str(error).startswith(f"{owner}: parameter '{param}' got ")
-    assert re.search(match, str(error)), str(error)
 
 
 # -------------------------------------------------------------------------------- policy props classes
@@ -282,7 +272,7 @@ PROPS_CASES: list[tuple[Callable[[], Any], str, str, str]] = [
 
 @pytest.mark.parametrize(("build", "owner", "param", "match"), PROPS_CASES)
 def test_props_class_misuse(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
-    _refused(build, owner, param, match)
+    assert_refused(build, owner, param, match)
 
 
 def test_every_props_class_has_at_least_five_cases() -> None:
@@ -344,7 +334,7 @@ GUARDRAIL_CASES: list[tuple[CaseProps, str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), GUARDRAIL_CASES)
 def test_guardrail_misuse(env: Env, props: CaseProps, param: str, match: str) -> None:
-    _refused(lambda: env.build_guardrail(**props(env)), "Guardrail", param, match)
+    assert_refused(lambda: env.build_guardrail(**props(env)), "Guardrail", param, match)
 
 
 PROFILE_CASES: list[tuple[CaseProps, str, str]] = [
@@ -372,7 +362,7 @@ PROFILE_CASES: list[tuple[CaseProps, str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), PROFILE_CASES)
 def test_application_inference_profile_misuse(env: Env, props: CaseProps, param: str, match: str) -> None:
-    _refused(lambda: env.build_profile(**props(env)), "ApplicationInferenceProfile", param, match)
+    assert_refused(lambda: env.build_profile(**props(env)), "ApplicationInferenceProfile", param, match)
 
 
 ACCESS_CASES: list[tuple[CaseProps, str, str]] = [
@@ -403,7 +393,7 @@ ACCESS_CASES: list[tuple[CaseProps, str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), ACCESS_CASES)
 def test_model_invoke_access_misuse(env: Env, props: CaseProps, param: str, match: str) -> None:
-    _refused(lambda: env.build_access(**props(env)), "ModelInvokeAccess", param, match)
+    assert_refused(lambda: env.build_access(**props(env)), "ModelInvokeAccess", param, match)
 
 
 @pytest.mark.parametrize(
@@ -455,7 +445,7 @@ def test_model_invoke_access_misuse(env: Env, props: CaseProps, param: str, matc
 def test_functions_and_grants_refuse_misuse(
     env: Env, call: Callable[[Env], Any], owner: str, param: str, match: str
 ) -> None:
-    _refused(lambda: call(env), owner, param, match)
+    assert_refused(lambda: call(env), owner, param, match)
 
 
 MONITORING_CASES: list[tuple[CaseProps, str, str]] = [
@@ -486,7 +476,7 @@ MONITORING_CASES: list[tuple[CaseProps, str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), MONITORING_CASES)
 def test_monitoring_misuse(env: Env, props: CaseProps, param: str, match: str) -> None:
-    _refused(lambda: env.build_monitoring(**props(env)), "BedrockMonitoring", param, match)
+    assert_refused(lambda: env.build_monitoring(**props(env)), "BedrockMonitoring", param, match)
 
 
 LOGGING_CASES: list[tuple[dict[str, Any], str, str]] = [
@@ -510,7 +500,7 @@ LOGGING_CASES: list[tuple[dict[str, Any], str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), LOGGING_CASES)
 def test_invocation_logging_misuse(env: Env, props: dict[str, Any], param: str, match: str) -> None:
-    _refused(lambda: env.build_logging(**props), "ModelInvocationLogging", param, match)
+    assert_refused(lambda: env.build_logging(**props), "ModelInvocationLogging", param, match)
 
 
 def test_a_failed_logging_configuration_does_not_count_as_the_one_per_region(tmp_path: Path) -> None:

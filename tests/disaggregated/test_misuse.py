@@ -4,7 +4,6 @@ the parameter, the value received and what is accepted: never a TypeError, Attri
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,8 @@ from aws_cdk import aws_eks_v2 as eks
 from inference_tiers.constructs.disaggregated.monitoring import DisaggregatedMonitoring
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
 from inference_tiers.k8s.disaggregated import DisaggregatedWorkloadSpec
-from inference_tiers.validation import ArgumentError
 from tests.disaggregated.helpers import MODEL, make_cluster
-from tests.misuse import assert_junk_refused_by_name_or_accepted
+from tests.misuse import assert_junk_refused_by_name_or_accepted, assert_refused
 
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-tiers/vllm-mooncake-efa:t"
 ROUTER = "123456789012.dkr.ecr.us-east-1.amazonaws.com/inference-tiers/vllm-router:0.1.17"
@@ -56,15 +54,6 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
     return Env(tmp_path_factory.mktemp("cdk.out"))
-
-
-def _refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
-    with pytest.raises(ArgumentError) as raised:
-        build()
-    error = raised.value
-    assert (error.owner, error.param) == (owner, param), str(error)
-    assert str(error).startswith(f"{owner}: parameter '{param}' got ")
-    assert re.search(match, str(error)), str(error)
 
 
 # (overrides, parameter named, what the message says)
@@ -118,7 +107,7 @@ SPEC_CASES: list[tuple[dict[str, Any], str, str]] = [
 @pytest.mark.parametrize(("overrides", "param", "match"), SPEC_CASES)
 def test_workload_spec_misuse(overrides: dict[str, Any], param: str, match: str) -> None:
     props = {"model_id": MODEL, "instance_type": "p5.48xlarge", "vllm_image": IMAGE, "router_image": ROUTER}
-    _refused(
+    assert_refused(
         lambda: DisaggregatedWorkloadSpec(**{**props, **overrides}), "DisaggregatedWorkloadSpec", param, match
     )
 
@@ -146,7 +135,7 @@ SERVING_CASES: list[tuple[Callable[[Env], dict[str, Any]], str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), SERVING_CASES)
 def test_serving_misuse(env: Env, props: Callable[[Env], dict[str, Any]], param: str, match: str) -> None:
-    _refused(lambda: env.build_serving(**props(env)), "DisaggregatedServing", param, match)
+    assert_refused(lambda: env.build_serving(**props(env)), "DisaggregatedServing", param, match)
 
 
 MONITORING_CASES: list[tuple[Callable[[Env], dict[str, Any]], str, str]] = [
@@ -172,7 +161,7 @@ MONITORING_CASES: list[tuple[Callable[[Env], dict[str, Any]], str, str]] = [
 
 @pytest.mark.parametrize(("props", "param", "match"), MONITORING_CASES)
 def test_monitoring_misuse(env: Env, props: Callable[[Env], dict[str, Any]], param: str, match: str) -> None:
-    _refused(lambda: env.build_monitoring(**props(env)), "DisaggregatedMonitoring", param, match)
+    assert_refused(lambda: env.build_monitoring(**props(env)), "DisaggregatedMonitoring", param, match)
 
 
 def test_the_good_arguments_of_the_cases_above_build(env: Env) -> None:

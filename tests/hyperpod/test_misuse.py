@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,10 +36,9 @@ from inference_tiers.k8s.hyperpod_inference import (
     S3ModelSource,
     VllmWorker,
 )
-from inference_tiers.validation import ArgumentError
 from tests.harness import cdk_json_context
 from tests.hyperpod.support import write_minimal_chart
-from tests.misuse import assert_junk_refused_by_name_or_accepted
+from tests.misuse import assert_junk_refused_by_name_or_accepted, assert_refused
 
 _ids = itertools.count()
 P5 = HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=1)
@@ -104,15 +102,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
     return Env(tmp_path_factory.mktemp("cdk.out"), chart)
 
 
-def _refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:
-    with pytest.raises(ArgumentError) as raised:
-        build()
-    error = raised.value
-    assert (error.owner, error.param) == (owner, param), str(error)
-    assert str(error).startswith(f"{owner}: parameter '{param}' got ")
-    assert re.search(match, str(error)), str(error)
-
-
 ARN = "arn:aws:eks:us-east-1:123456789012:cluster/x"
 CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
     (HyperPodDependencyChart, lambda e: {"cluster": ARN}, "cluster", r"not a string"),
@@ -168,7 +157,7 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
 def test_construct_misuse(
     env: Env, kind: type, props: Callable[[Env], dict[str, Any]], param: str, match: str
 ) -> None:
-    _refused(lambda: env.build(kind, **props(env)), kind.__name__, param, match)
+    assert_refused(lambda: env.build(kind, **props(env)), kind.__name__, param, match)
 
 
 def test_every_construct_has_at_least_five_misuse_cases() -> None:
@@ -178,7 +167,7 @@ def test_every_construct_has_at_least_five_misuse_cases() -> None:
 
 def test_metric_of_an_unregistered_endpoint_is_refused(env: Env) -> None:
     model = env.build(HyperPodModelEndpoint)
-    _refused(
+    assert_refused(
         lambda: model.metric("Invocations"), "HyperPodModelEndpoint.metric", "metric_name", r"endpoint_name"
     )
 
@@ -293,7 +282,7 @@ PART_CASES: list[tuple[type, dict[str, Any], dict[str, Any], str, str]] = [
 def test_builder_part_misuse(
     kind: type, base: dict[str, Any], overrides: dict[str, Any], param: str, match: str
 ) -> None:
-    _refused(lambda: kind(**{**base, **overrides}), kind.__name__, param, match)
+    assert_refused(lambda: kind(**{**base, **overrides}), kind.__name__, param, match)
 
 
 def test_every_builder_part_has_at_least_five_misuse_cases() -> None:
