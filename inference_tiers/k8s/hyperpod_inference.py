@@ -242,6 +242,9 @@ class PrometheusTrigger:
     query: str
     target_value: float
     name: str = "prometheus"
+    metric_type: str = "Average"
+    """``Average``: the query's value divided by the replicas is held at the target (a sum over pods);
+    ``Value``: the query's value itself is (a mean over pods, or a fraction)."""
 
     def __post_init__(self) -> None:
         args = Args("PrometheusTrigger")
@@ -249,6 +252,7 @@ class PrometheusTrigger:
         args.text("query", self.query, allow_token=False)
         args.number("target_value", self.target_value, minimum=0, exclusive_minimum=True)
         args.text("name", self.name, allow_token=False)
+        args.one_of("metric_type", self.metric_type, ("Average", "Value"))
 
     @classmethod
     def concurrent_requests(
@@ -269,18 +273,22 @@ class PrometheusTrigger:
                 "serverAddress": self.server_address,
                 "query": self.query,
                 "targetValue": self.target_value,
-                "metricType": "Average",
+                "metricType": self.metric_type,
             }
         }
 
 
 @dataclass(frozen=True)
 class AutoScaling:
-    """Replica autoscaling (``spec.autoScalingSpec``; the operator creates a KEDA ScaledObject)."""
+    """Replica autoscaling (``spec.autoScalingSpec``; the operator creates a KEDA ScaledObject).
+
+    ``trigger``: one trigger, or a tuple of Prometheus triggers (``prometheusTriggerList``; HPA follows the one
+    that asks for the most replicas).
+    """
 
     min_replicas: int
     max_replicas: int
-    trigger: CloudWatchTrigger | PrometheusTrigger
+    trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
     polling_interval_seconds: int = 30
     cooldown_seconds: int = 300
     scale_down_stabilization_seconds: int = 300
@@ -291,8 +299,24 @@ class AutoScaling:
         args.integer("max_replicas", self.max_replicas, minimum=1)
         if self.min_replicas > self.max_replicas:
             raise args.error("min_replicas", self.min_replicas, f"at most max_replicas ({self.max_replicas})")
-        if not isinstance(self.trigger, CloudWatchTrigger | PrometheusTrigger):
-            raise args.error("trigger", self.trigger, "a CloudWatchTrigger or a PrometheusTrigger")
+        if isinstance(self.trigger, tuple):
+            triggers = args.sequence(
+                "trigger",
+                self.trigger,
+                lambda n, v: args.instance(n, v, PrometheusTrigger, "a PrometheusTrigger"),
+                min_items=1,
+                max_items=100,
+            )
+            names = [t.name for t in triggers]
+            for index, name in enumerate(names):
+                if names.index(name) != index:
+                    raise args.error(f"trigger[{index}].name", name, "a name unique among the triggers")
+        elif not isinstance(self.trigger, CloudWatchTrigger | PrometheusTrigger):
+            raise args.error(
+                "trigger",
+                self.trigger,
+                "a CloudWatchTrigger, a PrometheusTrigger or a tuple of PrometheusTriggers",
+            )
         for name in ("polling_interval_seconds", "cooldown_seconds", "scale_down_stabilization_seconds"):
             args.integer(name, getattr(self, name), minimum=1)
 
@@ -303,7 +327,11 @@ class AutoScaling:
             "pollingInterval": self.polling_interval_seconds,
             "cooldownPeriod": self.cooldown_seconds,
             "scaleDownStabilizationTime": self.scale_down_stabilization_seconds,
-            **self.trigger.render(),
+            **(
+                {"prometheusTriggerList": [t.render()["prometheusTrigger"] for t in self.trigger]}
+                if isinstance(self.trigger, tuple)
+                else self.trigger.render()
+            ),
         }
 
 
