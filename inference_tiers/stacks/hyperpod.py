@@ -48,6 +48,7 @@ from inference_tiers.constructs.eks.cluster import (
     EksCluster,
     as_cluster_ref,
 )
+from inference_tiers.constructs.eks.hyperpod_gateway import add_hyperpod_gateway, queue_triggers
 from inference_tiers.constructs.hyperpod.cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
@@ -79,6 +80,11 @@ from inference_tiers.k8s.hyperpod_inference import (
     RequestLimits,
     S3ModelSource,
     VllmWorker,
+)
+from inference_tiers.k8s.inference_gateway import DNS_LABEL, EPP_IMAGE
+from inference_tiers.k8s.inference_gateway_settings import (
+    InferenceGatewaySettings,
+    inference_gateway_setting,
 )
 from inference_tiers.tier import Tier
 
@@ -171,8 +177,14 @@ class HyperPodSettings:
     grafana: bool = setting(
         boolean(), "also create an Amazon Managed Grafana workspace (IAM Identity Center)"
     )
+    inference_gateway: InferenceGatewaySettings | None = setting(
+        inference_gateway_setting(("model",), lora=False),
+        "opt-in Istio inference gateway whose Endpoint Picker routes to the model's pods, and scaling on vLLM's "
+        "queue and KV cache (docs/inference-gateway.md); null: off",
+    )
 
     def __post_init__(self) -> None:
+        self._check_inference_gateway()
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -209,6 +221,51 @@ class HyperPodSettings:
                 "hyperpod.min_replicas", self.min_replicas, f"at most max_replicas ({self.max_replicas})"
             )
 
+    def _check_inference_gateway(self) -> None:
+        """What the gateway needs from the other keys (checked first: it explains the others' errors)."""
+        gateway = self.inference_gateway
+        if gateway is None:
+            return
+        key = "hyperpod.inference_gateway"
+        if not self.observability:
+            raise ConfigError(
+                "hyperpod.observability",
+                self.observability,
+                f"true when {key} is set: its queue and KV-cache triggers read vLLM's series from the AMP "
+                "workspace the observability add-on writes",
+            )
+        if self.scaling_metric != "prometheus":
+            raise ConfigError(
+                "hyperpod.scaling_metric",
+                self.scaling_metric,
+                f"prometheus when {key} is set: the gateway's scaling is Prometheus triggers on AMP, beside "
+                "the in-flight trigger (scaling_target); the operator takes no CloudWatch trigger with them",
+            )
+        if not DNS_LABEL.fullmatch(self.model_name):
+            raise ConfigError(
+                "hyperpod.model_name",
+                self.model_name,
+                f"at most 40 characters starting with a letter when {key} is set (the InferencePool and its "
+                "Endpoint Picker are named after it)",
+            )
+        pool = gateway.pools["model"]
+        if pool.scale_to_zero:
+            raise ConfigError(
+                f"{key}.pools.model.min_replicas",
+                0,
+                "at least 1 on hyperpod: waking a pool from zero needs the Endpoint Picker's request counter "
+                "in AMP, and nothing scrapes the Endpoint Picker there (the observability add-on scrapes the "
+                "model pods, which do not exist at zero)",
+            )
+        for bound in ("min_replicas", "max_replicas"):
+            if getattr(pool, bound) != getattr(self, bound):
+                raise ConfigError(
+                    f"{key}.pools.model.{bound}",
+                    getattr(pool, bound),
+                    f"{getattr(self, bound)}, equal to hyperpod.{bound}: both bound the one ScaledObject the "
+                    "operator creates (set both keys to the same value)",
+                )
+
     @property
     def instance(self) -> GpuInstanceType:
         return GPU_INSTANCE_TYPES[self.instance_type.removeprefix(SAGEMAKER_PREFIX)]
@@ -244,7 +301,14 @@ class HyperPodSettings:
                     else ()
                 ),
             ),
-            images=(ImageNeed(self.vllm_image, "hyperpod.vllm_image"),),
+            images=(
+                ImageNeed(self.vllm_image, "hyperpod.vllm_image"),
+                *(
+                    (ImageNeed(EPP_IMAGE, "inference_tiers.k8s.inference_gateway:EPP_IMAGE"),)
+                    if self.inference_gateway is not None
+                    else ()
+                ),
+            ),
         )
 
 
@@ -334,6 +398,11 @@ class HyperPodStack(Stack):
             operator=self.operator,
             endpoint=self._endpoint(),
         )
+        self.inference_gateway = (
+            add_hyperpod_gateway(self, cluster, self.model, settings.inference_gateway)
+            if settings.inference_gateway is not None
+            else None
+        )
         self._outputs()
 
     def _chart_directory(self) -> Path:
@@ -391,12 +460,23 @@ class HyperPodStack(Stack):
 
     def _endpoint(self) -> InferenceEndpoint:
         settings = self.settings
-        trigger: CloudWatchTrigger | PrometheusTrigger
+        trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
         if settings.scaling_metric == "prometheus":
             assert self.observability is not None  # checked by HyperPodSettings
             trigger = PrometheusTrigger.concurrent_requests(
                 self.observability.query_url, settings.model_name, settings.scaling_target
             )
+            if settings.inference_gateway is not None:
+                # Gateway traffic reaches vLLM past the sidecar that counts in-flight requests: its queue and
+                # KV cache scale the pods, the in-flight count still covers the load balancer's traffic.
+                trigger = (
+                    *queue_triggers(
+                        self.observability.query_url,
+                        settings.model_name,
+                        settings.inference_gateway.pools["model"],
+                    ),
+                    trigger,
+                )
         else:
             assert settings.endpoint_name is not None  # checked by HyperPodSettings
             trigger = CloudWatchTrigger.sagemaker_invocations(settings.endpoint_name, settings.scaling_target)
@@ -456,6 +536,8 @@ class HyperPodStack(Stack):
         )
         if settings.endpoint_name is not None:
             CfnOutput(self, "SageMakerEndpointName", value=settings.endpoint_name)
+        if self.inference_gateway is not None:
+            CfnOutput(self, "InferenceGatewayEndpoint", value=self.inference_gateway.endpoint)
         CfnOutput(self, "InvokeUrl", value=self._invoke_url())
 
     def _invoke_url(self) -> str:
