@@ -78,19 +78,15 @@ def new_traceparent() -> tuple[str, str, str]:
     return f"00-{trace_id}-{span_id}-01", trace_id, span_id
 
 
-def chat_with_traceparent(proxy_url: str, traceparent: str) -> tuple[str, int]:
-    """A chat completion carrying ``traceparent``; returns (its unique prompt, HTTP status)."""
+def chat_with_traceparent(proxy_url: str, traceparent: str | None) -> tuple[str, int]:
+    """A chat completion carrying ``traceparent`` (none if None); returns (its unique prompt, HTTP status)."""
     prompt = f"trace {secrets.token_hex(8)}"
     body = {"model": MODEL, "messages": [{"role": "user", "content": prompt}]}
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {MASTER_KEY}"}
+    if traceparent is not None:
+        headers["traceparent"] = traceparent
     request = urllib.request.Request(
-        f"{proxy_url}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {MASTER_KEY}",
-            "traceparent": traceparent,
-        },
-        method="POST",
+        f"{proxy_url}/v1/chat/completions", data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     with urllib.request.urlopen(request, timeout=60) as response:
         return prompt, response.status
@@ -146,6 +142,14 @@ def test_the_traced_gateway_exports_its_spans_in_the_clients_trace(traced: Trace
     assert {REQUEST_SPAN, BACKEND_CALL_SPAN} <= {s.name for s in litellm_spans}, litellm_spans
     for span in litellm_spans:
         assert span_id in ancestors(span, spans), f"{span.name} does not descend from the client's span"
+
+
+def test_without_a_client_traceparent_the_traced_gateway_forwards_none(traced: TracedGateway) -> None:
+    """LiteLLM 1.104.0 forwards the client's header only; it does not inject its own span's context, so a
+    backend's spans join a trace only when the client started one (docs/observability.md, step 4)."""
+    prompt, status = chat_with_traceparent(traced.proxy.url, None)
+    assert status == 200
+    assert "traceparent" not in backend_request(traced.stub, prompt).headers
 
 
 def test_the_untraced_gateway_does_not_forward_traceparent(gateway: Gateway) -> None:
