@@ -13,17 +13,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
+from inference_tiers.constructs.eks.hyperpod_gateway import add_hyperpod_gateway
 from inference_tiers.k8s.inference_gateway import (
     EPP_IMAGE,
     KV_CACHE_METRIC,
     QUEUE_METRIC,
     PoolScaling,
 )
+from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.hyperpod import HyperPodSettings
 from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors
@@ -34,6 +37,7 @@ from tests.hyperpod.support import (
     validate_inference_endpoint_config,
 )
 from tests.inference_gateway.support import exported_metrics, metric_names, validate
+from tests.misuse import JUNK, assert_refused
 
 STACK = "InferenceTiers-HyperPod"
 MODEL = cdk_json_context()["hyperpod.model_name"]
@@ -252,3 +256,21 @@ def test_combinations_that_cannot_work_are_refused(
         _parse(**overrides)
     assert raised.value.key == key
     assert accepted in raised.value.accepted
+
+
+@pytest.mark.parametrize("junk", JUNK, ids=repr)
+def test_add_hyperpod_gateway_names_a_wrong_argument(junk: Any, tmp_path: Any) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Misuse")
+    settings = InferenceGatewaySettings(pools={"model": PoolScaling(1, 2)})
+    assert_refused(
+        lambda: add_hyperpod_gateway(stack, junk, junk, junk),
+        "add_hyperpod_gateway",
+        "settings",
+        "an InferenceGatewaySettings",
+    )
+    assert_refused(
+        lambda: add_hyperpod_gateway(stack, junk, junk, settings),
+        "add_hyperpod_gateway",
+        "model",
+        "a HyperPodModelEndpoint",
+    )

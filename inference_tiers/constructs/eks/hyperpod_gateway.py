@@ -86,8 +86,8 @@ def add_hyperpod_gateway(
     ``autoScalingSpec`` (:func:`queue_triggers`), so the gateway renders no ScaledObject of its own.
     """
     args = Args("add_hyperpod_gateway")
-    args.instance("model", model, HyperPodModelEndpoint, "a HyperPodModelEndpoint")
     args.instance("settings", settings, InferenceGatewaySettings, "an InferenceGatewaySettings")
+    args.instance("model", model, HyperPodModelEndpoint, "a HyperPodModelEndpoint")
     pool = hyperpod_model_pool(model.endpoint, settings.lora_adapters)
     gateway = InferenceGateway(
         scope,
