@@ -19,11 +19,17 @@ from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
-from inference_tiers.constructs.eks.hyperpod_gateway import add_hyperpod_gateway
+from inference_tiers.constructs.eks.hyperpod_gateway import (
+    add_hyperpod_gateway,
+    hyperpod_model_pool,
+    queue_triggers,
+)
+from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
 from inference_tiers.k8s.inference_gateway import (
     EPP_IMAGE,
     KV_CACHE_METRIC,
     QUEUE_METRIC,
+    LoraAdapter,
     PoolScaling,
 )
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
@@ -274,3 +280,25 @@ def test_add_hyperpod_gateway_names_a_wrong_argument(junk: Any, tmp_path: Any) -
         "model",
         "a HyperPodModelEndpoint",
     )
+
+
+def test_the_pool_follows_the_endpoints_name_namespace_and_worker_port() -> None:
+    endpoint = InferenceEndpoint(
+        name="qwen",
+        namespace="models",
+        instance_types=("ml.p5.48xlarge",),
+        model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
+        worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1, port=8080),
+    )
+    adapter = LoraAdapter("sql-lora", "s3://adapters-bucket/sql")
+    pool = hyperpod_model_pool(endpoint, (adapter,))
+    assert (pool.name, pool.namespace, dict(pool.selector)) == ("qwen", "models", {"app": "qwen"})
+    assert (pool.target_port, pool.model_name, tuple(pool.adapters)) == (8080, "qwen", (adapter,))
+
+
+def test_queue_triggers_carry_the_pools_targets() -> None:
+    queue, kv_cache = queue_triggers(AMP_URL, "qwen", PoolScaling(1, 4, 7, 0.6))
+    assert (queue.name, queue.target_value, queue.metric_type) == ("queue", 7, "Average")
+    assert (kv_cache.name, kv_cache.target_value, kv_cache.metric_type) == ("kv-cache", 0.6, "Value")
+    assert queue.query == 'sum(vllm:num_requests_waiting{model_name="qwen"})'
+    assert {queue.server_address, kv_cache.server_address} == {AMP_URL}
