@@ -52,7 +52,8 @@ HUGEPAGES_2MI = "5120Mi"
 SHM_GIB_MAX = 64
 # The DaemonSets that run on every GPU node of this tier, with their requests at the pinned versions (what
 # the scheduler subtracts before a vLLM pod fits): the EKS add-ons of EksCluster, the device-plugin charts of
-# GpuDevicePlugins, and the amazon-cloudwatch-observability v6.2.0 add-on of DisaggregatedMonitoring.
+# GpuDevicePlugins, the amazon-cloudwatch-observability v6.2.0 add-on of DisaggregatedMonitoring, and the EFA
+# exporter of ClusterExporters (inference_tiers.k8s.efa_exporter.REQUESTS; a test keeps the two equal).
 GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
     "kube-proxy (EKS add-on; 100m as deployed, not read from a pinned source)": Resources(cpu_millicores=100),
@@ -63,6 +64,7 @@ GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "fluent-bit (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=25),
     "dcgm-exporter (chart 6.2.0, GPU nodes)": Resources(cpu_millicores=250, memory_mib=128),
     "node-exporter (chart 6.2.0)": Resources(cpu_millicores=50, memory_mib=30),
+    "efa-exporter (inference_tiers.k8s.efa_exporter)": Resources(cpu_millicores=10, memory_mib=32),
 }
 KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
 MODEL_CACHE_PATH = "/models"

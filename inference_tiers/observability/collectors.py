@@ -2,8 +2,9 @@
 configuration for the ECS gateway (pure data; the constructs base64-encode or inject it).
 
 EKS (``AWS::APS::Scraper``): pods that carry ``prometheus.io/scrape: "true"`` with ``prometheus.io/port`` and
-``prometheus.io/path`` (what the disaggregated tier's vLLM, vllm-router and mooncake_master pods set), plus the
-DCGM exporter (:9400) and node exporters (:9100, where the EFA collector runs) by container port, and the KEDA
+``prometheus.io/path`` (what the disaggregated tier's vLLM, vllm-router, mooncake_master and EFA exporter pods set;
+the EFA exporter's series get the node's name as ``instance``), plus the
+DCGM exporter (:9400) and node exporters (:9100) by container port, and the KEDA
 operator and kube-state-metrics by their pods' ``app.kubernetes.io/name`` label and metrics port name. Jobs are named
 after the pod's ``app.kubernetes.io/component`` so ``up{job="prefill"}`` reads naturally.
 
@@ -31,6 +32,10 @@ KEDA_METRICS_PORT_NAME = "metrics"
 # the exporter, not the cluster.
 KUBE_STATE_METRICS = "kube-state-metrics"
 KUBE_STATE_METRICS_PORT_NAMES = ("http", "http-metrics")
+# This project's EFA exporter (inference_tiers.k8s.efa_exporter): one pod per EFA node, found by its
+# prometheus.io annotations. Its series describe the node's devices, so their ``instance`` is the node's name
+# (a pod IP changes with every restart and names no node).
+EFA_EXPORTER = "efa-exporter"
 OTLP_GRPC = "127.0.0.1:4317"
 OTLP_HTTP = "127.0.0.1:4318"
 
@@ -89,6 +94,14 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
             "source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_component"],
             "regex": "(.+)",
             "target_label": "job",
+        },
+        {
+            "source_labels": [
+                "__meta_kubernetes_pod_label_app_kubernetes_io_name",
+                "__meta_kubernetes_pod_node_name",
+            ],
+            "regex": f"{EFA_EXPORTER};(.+)",
+            "target_label": "instance",
         },
         *_POD_LABELS,
     ]

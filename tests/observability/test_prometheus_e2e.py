@@ -5,8 +5,6 @@ expected series."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -14,11 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from inference_tiers.observability import rules
 from tests.observability.exporter import BUCKETS, ENGINES, MetricsStub, serve
-from tests.observability.tools import allowed_names, binary
+from tests.observability.prometheus_server import Prometheus, running_prometheus
+from tests.observability.tools import allowed_names
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 SCRAPE_SECONDS = 1
@@ -26,33 +24,6 @@ VLLM_NAMES = allowed_names("vllm")
 # Each scrape adds every histogram's observations to one bucket: TTFT to (0.1, 0.25], ITL to (0.01, 0.025].
 TTFT_BUCKET = BUCKETS.index(0.25)
 ITL_BUCKET = BUCKETS.index(0.025)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Prometheus:
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
-        query = urllib.parse.urlencode({"query": promql, **({"time": str(at)} if at else {})})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=5) as response:
-            body = json.load(response)
-        assert body["status"] == "success", body
-        return list(body["data"]["result"])
-
-    def wait_for(self, promql: str, timeout: float = 40) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            result = self.query(promql)
-            if result:
-                return result
-            time.sleep(0.5)
-        raise AssertionError(f"Prometheus returned nothing for {promql} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -109,39 +80,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
                 for job, target in targets.items()
             ],
         }
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
-        port = _free_port()
-        log = (folder / "prometheus.log").open("w")
-        process = subprocess.Popen(
-            [
-                str(binary("prometheus")),
-                f"--config.file={folder / 'prometheus.yml'}",
-                f"--storage.tsdb.path={folder / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            server = Prometheus(f"http://127.0.0.1:{port}")
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    urllib.request.urlopen(f"{server.url}/-/ready", timeout=2).close()
-                    break
-                except OSError:
-                    assert process.poll() is None, (folder / "prometheus.log").read_text()
-                    assert time.monotonic() < deadline, "Prometheus did not become ready in 30 s"
-                    time.sleep(0.3)
+        with running_prometheus(folder, config) as server:
             yield server
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-            log.close()
 
 
 def _value(result: list[dict[str, Any]]) -> float:

@@ -29,9 +29,17 @@ def binary(name: str) -> Path:
     return Path(found)
 
 
-def run(name: str, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    name: str, *args: str | Path, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(binary(name)), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=60, check=False
+        [str(binary(name)), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=stdin,
+        timeout=60,
+        check=False,
     )
 
 
