@@ -39,6 +39,7 @@ from inference_tiers.constructs.disaggregated import (
 )
 from inference_tiers.constructs.eks import (
     AddonVersions,
+    ClusterExporters,
     EfaNodeGroup,
     EksCluster,
     GpuDevicePlugins,
@@ -83,6 +84,7 @@ from inference_tiers.constructs.sandbox import (
 
 __all__ = [
     "AddonVersions",
+    "ClusterExporters",
     "AgentSandboxController",
     "AlarmThresholds",
     "ApplicationInferenceProfile",

@@ -51,6 +51,7 @@ from inference_tiers.constructs.eks.cluster import (
     EksCluster,
     as_cluster_ref,
 )
+from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
@@ -255,6 +256,7 @@ class AgentSandboxSettings:
                 "inference_tiers.k8s.sandbox_tenancy:AGENT_SANDBOX_VERSION",
             ),
             ImageNeed(self.sandbox_image, f"{TIER_NAME}.sandbox_image"),
+            *exporter_images(efa_exporter=False),
             *(ImageNeed(image, key) for key, image in tenant_images.items()),
         )
 
@@ -314,6 +316,8 @@ class AgentSandboxStack(Stack):
         # Both charts wait for their pods, which only the core nodes can run.
         for chart in (self.karpenter.chart, self.controller.chart):
             chart.node.add_dependency(self.eks.system_nodegroup)
+        # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
+        self.exporters = ClusterExporters(self, "Exporters", cluster=cluster)
         tenancy = settings.tenancy_spec()
         self.admission_policy = eks.KubernetesManifest(
             self,

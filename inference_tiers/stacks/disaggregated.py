@@ -56,6 +56,7 @@ from inference_tiers.constructs.eks.cluster import (
     EksCluster,
     as_cluster_ref,
 )
+from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
 from inference_tiers.constructs.eks.device_plugins import GpuDevicePlugins
 from inference_tiers.constructs.eks.disaggregated_gateway import add_disaggregated_gateway
 from inference_tiers.constructs.eks.efa_node_group import (
@@ -66,6 +67,7 @@ from inference_tiers.constructs.eks.efa_node_group import (
 )
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
+from inference_tiers.k8s.efa_exporter import EfaExporterSpec
 from inference_tiers.k8s.inference_gateway import EPP_IMAGE
 from inference_tiers.k8s.inference_gateway_settings import (
     InferenceGatewaySettings,
@@ -243,6 +245,7 @@ class DisaggregatedSettings:
                     if self.inference_gateway is not None
                     else ()
                 ),
+                *exporter_images(efa_exporter=True),
             ),
         )
 
@@ -296,6 +299,8 @@ class DisaggregatedStack(Stack):
             node_role=self.eks.node_role,
         )
         self.device_plugins = GpuDevicePlugins(self, "DevicePlugins", cluster=cluster)
+        # kube-state-metrics and the EFA exporter, for the AMP scraper (docs/observability.md).
+        self.exporters = ClusterExporters(self, "Exporters", cluster=cluster, efa_exporter=EfaExporterSpec())
 
         self.serving = DisaggregatedServing(
             self,

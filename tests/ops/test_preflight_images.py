@@ -3,14 +3,17 @@ public registries through a loopback registry server, and image assets that need
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import socket
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from inference_tiers.config import ImageNeed
+from inference_tiers.constructs.eks.cluster_exporters import exporter_images
 from inference_tiers.k8s.inference_gateway import EPP_IMAGE
 from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.ops.images import check_image, check_images
@@ -162,7 +165,10 @@ def test_sagemaker_image_uri_replaces_the_dlc(clients: StubClients) -> None:
 
 def test_disaggregated_default_images_are_built_by_the_deploy(clients: StubClients) -> None:
     clients.stub("ecr")
-    results = check_images(clients, tier_requirements("disaggregated"))
+    req = tier_requirements("disaggregated")
+    # the public exporter images after them are checked against their registries (tests below)
+    assets = dataclasses.replace(req, images=tuple(n for n in req.images if n.source == "asset"))
+    results = check_images(clients, assets)
     assert [r.check for r in results] == [
         "image inference_tiers/assets/disaggregated/vllm",
         "image inference_tiers/assets/disaggregated/router",
@@ -187,7 +193,7 @@ def test_the_opt_in_inference_gateway_adds_its_endpoint_picker_image() -> None:
     )
     images = tier_requirements("disaggregated", f"disaggregated.inference_gateway={gateway}").images
     assert images[2] == ImageNeed(EPP_IMAGE, "inference_tiers.k8s.inference_gateway:EPP_IMAGE")
-    assert len(tier_requirements("disaggregated").images) == 2
+    assert EPP_IMAGE not in {n.reference for n in tier_requirements("disaggregated").images}
 
 
 def test_a_disaggregated_image_setting_is_checked_instead() -> None:
@@ -352,13 +358,39 @@ def test_disaggregated_assets_are_the_stacks_image_assets(tier_build: Callable[[
     [stack] = tier_build("disaggregated").stacks
     serving = stack.serving  # type: ignore[attr-defined]
     assets = {serving.vllm_image_asset, serving.router_image_asset}
-    assert None not in assets and all(n.source == "asset" for n in tier_requirements("disaggregated").images)
+    vllm, router, *exporters = tier_requirements("disaggregated").images  # no inference gateway: no EPP
+    assert None not in assets and vllm.source == router.source == "asset"
+    assert exporters == list(exporter_images(efa_exporter=True))
+
+
+def test_disaggregated_checks_the_exporter_images_its_template_pulls(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
+    """The EFA exporter's python image is in its DaemonSet; kube-state-metrics' image is the chart values'
+    registry/repository:tag (the chart joins them so)."""
+    templates = tier_build("disaggregated").templates()
+    ksm, python = exporter_images(efa_exporter=True)
+    assert python.reference in json.dumps(templates)
+    assert ksm.reference in _chart_images(templates)
+
+
+def _chart_images(templates: dict[str, Any]) -> set[str]:
+    """registry/repository:tag of every chart whose values name a registry (kube-state-metrics' layout)."""
+    return {
+        f"{image['registry']}/{image['repository']}:{image['tag']}"
+        for template in templates.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        and isinstance(resource["Properties"]["Values"], str)
+        for image in [json.loads(resource["Properties"]["Values"]).get("image")]
+        if image and "registry" in image
+    }
 
 
 def test_agent_sandbox_checks_the_images_its_chart_values_and_sandboxes_use(
     tier_build: Callable[[str], TierBuild],
 ) -> None:
-    kata, controller, sandbox = tier_requirements("agent-sandbox").images
+    kata, controller, sandbox, kube_state_metrics = tier_requirements("agent-sandbox").images
     pinned_by_values = {
         f"{image['repository' if 'repository' in image else 'reference']}:{image['tag']}"
         for template in tier_build("agent-sandbox").templates().values()
@@ -371,9 +403,11 @@ def test_agent_sandbox_checks_the_images_its_chart_values_and_sandboxes_use(
     assert {kata.reference, controller.reference} <= pinned_by_values
     assert sandbox.set_by == "agent-sandbox.sandbox_image"
     assert sandbox.reference in json.dumps(tier_build("agent-sandbox").templates())
+    assert kube_state_metrics == exporter_images(efa_exporter=False)[0]
+    assert kube_state_metrics.reference in _chart_images(tier_build("agent-sandbox").templates())
 
 
 def test_a_tenant_with_its_own_image_adds_it() -> None:
     tenants = {"a": {"max_sandboxes": 2, "image": "ghcr.io/acme/agent:1.2"}, "b": {"max_sandboxes": 2}}
     images = tier_requirements("agent-sandbox", f"agent-sandbox.tenants={json.dumps(tenants)}").images
-    assert images[3:] == (ImageNeed("ghcr.io/acme/agent:1.2", "agent-sandbox.tenants.a.image"),)
+    assert images[4:] == (ImageNeed("ghcr.io/acme/agent:1.2", "agent-sandbox.tenants.a.image"),)
