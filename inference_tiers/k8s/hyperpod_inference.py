@@ -18,7 +18,15 @@ from typing import Any, ClassVar
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
 from inference_tiers.k8s.allocatable import Resources, node_allocatable
-from inference_tiers.validation import Args
+from inference_tiers.k8s.inference_gateway import LoraAdapter
+from inference_tiers.k8s.inference_gateway_lora import (
+    LAUNCHER_ADAPTER_DIR,
+    adapter_prefix,
+    vllm_lora_args,
+    vllm_lora_launcher,
+)
+from inference_tiers.k8s.inference_gateway_settings import LORA_RANKS
+from inference_tiers.validation import Args, is_token
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 KIND = "InferenceEndpointConfig"
@@ -110,6 +118,64 @@ class FsxModelSource:
 
 
 ModelSource = S3ModelSource | FsxModelSource
+
+# The label the operator requires on a ServiceAccount named in spec.kubernetes.serviceAccountName
+# (reference tier3-hyperpod.md, InferenceEndpointConfig v1 "kubernetes").
+USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
+# Flags the LoRA input renders itself: the same flags in worker.extra_args would contradict it.
+_LORA_FLAGS = ("--enable-lora", "--max-loras", "--max-lora-rank", "--lora-modules")
+
+
+@dataclass(frozen=True)
+class LoraServing:
+    """LoRA adapters the vLLM worker serves beside the base model, each under its name (the request's ``model``).
+
+    The operator's v1 CRD gives the worker no volume of its own besides the model's (``spec.worker`` has no
+    ``volumeMounts``), so an init container could not hand the files over: the worker's command fetches them
+    from S3 with the pod's service account (:func:`~inference_tiers.k8s.inference_gateway_lora.vllm_lora_launcher`)
+    and then starts ``vllm serve``. ``HyperPodModelEndpoint`` creates that service account and its role.
+
+    :param adapters: 1-64 adapters, unique names, each a literal ``s3://bucket/prefix/`` (its folder).
+    :param region: Region of the adapter buckets (a deploy-time token is fine).
+    :param max_lora_rank: vLLM's ``--max-lora-rank``, one of its ranks. Default 16.
+    """
+
+    adapters: tuple[LoraAdapter, ...]
+    region: str
+    max_lora_rank: int = 16
+
+    def __post_init__(self) -> None:
+        args = Args("LoraServing")
+        adapters = args.sequence(
+            "adapters",
+            self.adapters,
+            lambda n, v: args.instance(n, v, LoraAdapter, "a LoraAdapter"),
+            min_items=1,
+            max_items=64,
+        )
+        names: list[str] = []
+        for index, adapter in enumerate(adapters):
+            if is_token(adapter.s3_uri):
+                raise args.error(
+                    f"adapters[{index}].s3_uri",
+                    adapter.s3_uri,
+                    "an s3://bucket/prefix URI known at synth time: the bucket and prefix are written into the "
+                    "worker's command and its IAM policy (a deploy-time token cannot be split into them)",
+                )
+            if not adapter_prefix(adapter):
+                raise args.error(
+                    f"adapters[{index}].s3_uri",
+                    adapter.s3_uri,
+                    "an s3://bucket/prefix URI with a prefix (the adapter's folder): the role may read only "
+                    "that folder, never a whole bucket",
+                )
+            if adapter.name in names:
+                raise args.error(f"adapters[{index}].name", adapter.name, "a name unique among the adapters")
+            names.append(adapter.name)
+        args.text(
+            "region", self.region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", description="an AWS Region name"
+        )
+        args.one_of("max_lora_rank", self.max_lora_rank, LORA_RANKS)
 
 
 @dataclass(frozen=True)
@@ -359,6 +425,8 @@ class InferenceEndpoint:
     threads_per_core: int = 1
     """Threads per core of the instance group (``HyperPodInstanceGroup.threads_per_core``): 1 halves the CPUs
     the node exposes, and the CPU request follows."""
+    lora: LoraServing | None = None
+    """LoRA adapters the worker serves beside the base model; None: the base model only."""
 
     def __post_init__(self) -> None:
         args = Args("InferenceEndpoint")
@@ -439,6 +507,8 @@ class InferenceEndpoint:
                 "a registered SageMaker endpoint (the metrics exist only for one)",
             )
         args.one_of("threads_per_core", self.threads_per_core, (1, 2))
+        if self.lora is not None:
+            self._check_lora(args)
         for instance_type in types:
             facts = gpu_instance_type(instance_type, key="instance_types", sagemaker=True)
             share = model_pod_share(facts, self.worker.tensor_parallel_size, self.threads_per_core)
@@ -452,6 +522,28 @@ class InferenceEndpoint:
                     "after kubelet and the system DaemonSets; use threads_per_core=2, a larger tensor "
                     "parallelism or a larger instance type",
                 )
+
+    def _check_lora(self, args: Args) -> None:
+        lora = args.instance("lora", self.lora, LoraServing, "a LoraServing")
+        for index, adapter in enumerate(lora.adapters):
+            if adapter.name == self.name:
+                raise args.error(
+                    f"lora.adapters[{index}].name",
+                    adapter.name,
+                    f"a name other than the endpoint's ({self.name}), which vLLM serves as the base model",
+                )
+        for flag in _LORA_FLAGS:
+            if any(arg == flag or arg.startswith(f"{flag}=") for arg in self.worker.extra_args):
+                raise args.error(
+                    "worker.extra_args",
+                    list(self.worker.extra_args),
+                    f"no {flag} when lora is set (the lora input renders the LoRA flags)",
+                )
+
+    @property
+    def service_account_name(self) -> str | None:
+        """The ServiceAccount the model pods run as (LoRA only: its role reads the adapters); None: default."""
+        return f"{self.name}-lora" if self.lora else None
 
     def resources(self) -> dict[str, Any]:
         """GPUs = tensor parallelism; CPU and memory: this pod's share of what the smallest candidate node
@@ -502,6 +594,7 @@ def model_pod_share(instance: GpuInstanceType, tp: int, threads_per_core: int) -
 def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, Any]:
     """The ``InferenceEndpointConfig`` manifest for ``endpoint`` (a plain dict; tokens pass through)."""
     worker = endpoint.worker
+    lora = endpoint.lora
     worker_spec: dict[str, Any] = {
         "image": worker.image,
         "args": worker.args(endpoint.name),
@@ -509,6 +602,11 @@ def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, A
         "modelVolumeMount": {"name": "model-weights", "mountPath": MODEL_MOUNT_PATH},
         "resources": endpoint.resources(),
     }
+    if lora:
+        worker_spec["command"] = vllm_lora_launcher(lora.adapters, lora.region)
+        worker_spec["args"] += vllm_lora_args(
+            lora.adapters, max_lora_rank=lora.max_lora_rank, directory=LAUNCHER_ADAPTER_DIR
+        )
     if worker.environment:
         worker_spec["environmentVariables"] = [{"name": k, "value": v} for k, v in worker.environment.items()]
     if endpoint.request_limits:
@@ -536,6 +634,8 @@ def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, A
         spec["endpointName"] = endpoint.endpoint_name
     if endpoint.autoscaling:
         spec["autoScalingSpec"] = endpoint.autoscaling.render()
+    if endpoint.service_account_name:
+        spec["kubernetes"] = {"serviceAccountName": endpoint.service_account_name}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -32,6 +32,37 @@ def validate_inference_endpoint_config(document: dict[str, Any]) -> None:
     jsonschema.Draft7Validator(inference_endpoint_config_schema()).validate(document)
 
 
+def pruned_fields(value: Any, schema: dict[str, Any] | None = None, path: str = "") -> list[str]:
+    """Fields of ``value`` the API server would drop: a structural CRD schema keeps only declared properties
+    (unless ``x-kubernetes-preserve-unknown-fields`` or ``additionalProperties``), which jsonschema does not
+    check. ``schema`` defaults to the InferenceEndpointConfig v1 schema (``metadata`` is the API server's own)."""
+    if schema is None:
+        value = {k: v for k, v in value.items() if k != "metadata"}
+        schema = inference_endpoint_config_schema()
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return []
+    if isinstance(value, dict):
+        if "additionalProperties" in schema:
+            extra = schema["additionalProperties"]
+            return [
+                f
+                for k, v in value.items()
+                if isinstance(extra, dict)
+                for f in pruned_fields(v, extra, f"{path}.{k}")
+            ]
+        properties = schema.get("properties", {})
+        found = [f"{path}.{k}" for k in value if k not in properties]
+        return found + [
+            f
+            for k, v in value.items()
+            if k in properties
+            for f in pruned_fields(v, properties[k], f"{path}.{k}")
+        ]
+    if isinstance(value, list) and "items" in schema:
+        return [f for i, v in enumerate(value) for f in pruned_fields(v, schema["items"], f"{path}[{i}]")]
+    return []
+
+
 def depends_on(template: Mapping[str, Any], logical_id: str) -> set[str]:
     """Everything ``logical_id`` waits for: DependsOn plus Ref/GetAtt references, transitively."""
     resources = template["Resources"]

@@ -13,6 +13,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
@@ -31,11 +32,14 @@ from inference_tiers.k8s.hyperpod_inference import (
     CloudWatchTrigger,
     FsxModelSource,
     InferenceEndpoint,
+    LoraServing,
     PrometheusTrigger,
     RequestLimits,
     S3ModelSource,
     VllmWorker,
+    render_inference_endpoint_config,
 )
+from inference_tiers.k8s.inference_gateway import LoraAdapter
 from tests.harness import cdk_json_context
 from tests.hyperpod.support import write_minimal_chart
 from tests.misuse import assert_junk_refused_by_name_or_accepted, assert_refused
@@ -68,6 +72,7 @@ class Env:
         self.cluster = self.eks.cluster
         self.bare_cluster = eks.Cluster(self.stack, "Bare", version=eks.KubernetesVersion.V1_35)
         self.bucket = s3.Bucket(self.stack, "Weights")
+        self.key = kms.Key(self.stack, "AdapterKey", enable_key_rotation=True)
         self.chart = self.build(HyperPodDependencyChart)
         self.hyperpod = self.build(HyperPodCluster)
         self.operator = self.build(HyperPodInferenceOperator)
@@ -143,6 +148,8 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
     (HyperPodModelEndpoint, lambda e: {"operator": e.hyperpod}, "operator", r"HyperPodInferenceOperator"),
     (HyperPodModelEndpoint, lambda e: {"endpoint": {"name": "qwen"}}, "endpoint", r"an InferenceEndpoint"),
     (HyperPodModelEndpoint, lambda e: {"endpoint": OTHER_TYPE}, "endpoint.instance_types[0]", "instance groups"),
+    (HyperPodModelEndpoint, lambda e: {"adapter_key": "alias/adapters"}, "adapter_key", r"an IKey"),
+    (HyperPodModelEndpoint, lambda e: {"adapter_key": e.key}, "adapter_key", r"no lora adapters"),
     (HyperPodObservability, lambda e: {"cluster": "x"}, "cluster", r"not a string"),
     (HyperPodObservability, lambda e: {"hyperpod_cluster": None}, "hyperpod_cluster", r"got None"),
     (HyperPodObservability, lambda e: {"grafana_workspace": "yes"}, "grafana_workspace", r"True or False"),
@@ -182,7 +189,7 @@ PARAMS: dict[type, list[str]] = {
         "cluster", "hyperpod_cluster", "model_buckets", "prometheus_workspace_arn", "access_logs_bucket",
         "addon_versions",
     ],
-    HyperPodModelEndpoint: ["cluster", "hyperpod_cluster", "operator", "endpoint"],
+    HyperPodModelEndpoint: ["cluster", "hyperpod_cluster", "operator", "endpoint", "adapter_key"],
     HyperPodObservability: ["cluster", "hyperpod_cluster", "grafana_workspace", "addon_version"],
 }  # fmt: skip
 
@@ -223,6 +230,8 @@ PROM = {"server_address": "https://aps-workspaces.us-east-1.amazonaws.com/worksp
         "target_value": 1}  # fmt: skip
 TRIGGER = PrometheusTrigger(**PROM)
 SCALING = {"min_replicas": 0, "max_replicas": 2, "trigger": TRIGGER}
+ADAPTER = LoraAdapter("sql-lora", "s3://adapters/sql-lora")
+LORA = {"adapters": (ADAPTER,), "region": "us-east-1"}
 MODEL = {"name": "qwen", "instance_types": ("ml.p5.48xlarge",), "model_source": S3ModelSource(**S3),
          "worker": VllmWorker(**WORKER)}  # fmt: skip
 PART_CASES: list[tuple[type, dict[str, Any], dict[str, Any], str, str]] = [
@@ -279,6 +288,19 @@ PART_CASES: list[tuple[type, dict[str, Any], dict[str, Any], str, str]] = [
     (InferenceEndpoint, MODEL, {"threads_per_core": 4}, "threads_per_core", r"one of 1, 2"),
     (InferenceEndpoint, MODEL, {"instance_types": ("ml.g5.xlarge",)}, "threads_per_core", r"threads_per_core=2"),
     (InferenceEndpoint, MODEL, {"max_deploy_time_seconds": 10}, "max_deploy_time_seconds", r"from 60"),
+    (InferenceEndpoint, MODEL, {"lora": LORA}, "lora", r"a LoraServing"),
+    (InferenceEndpoint, MODEL, {"lora": LoraServing(adapters=(LoraAdapter("qwen", "s3://adapters/q"),), region="us-east-1")},
+     "lora.adapters[0].name", r"other than the endpoint's \(qwen\)"),
+    (InferenceEndpoint, MODEL, {"lora": LoraServing(**LORA), "worker": VllmWorker(**WORKER, extra_args=("--max-loras=4",))},
+     "worker.extra_args", r"no --max-loras when lora is set"),
+    (LoraServing, LORA, {"adapters": ()}, "adapters", r"a list of 1 to 64 items"),
+    (LoraServing, LORA, {"adapters": ("s3://adapters/sql-lora",)}, "adapters[0]", r"a LoraAdapter"),
+    (LoraServing, LORA, {"adapters": (ADAPTER, ADAPTER)}, "adapters[1].name", r"unique among the adapters"),
+    (LoraServing, LORA, {"adapters": (LoraAdapter("sql", "s3://adapters"),)}, "adapters[0].s3_uri",
+     r"with a prefix .* never a whole bucket"),
+    (LoraServing, LORA, {"adapters": (LoraAdapter("sql", "s3://adapters//"),)}, "adapters[0].s3_uri", r"with a prefix"),
+    (LoraServing, LORA, {"region": "us-east-1a"}, "region", r"an AWS Region name"),
+    (LoraServing, LORA, {"max_lora_rank": 12}, "max_lora_rank", r"one of 1, 8, 16"),
 ]  # fmt: skip
 
 
@@ -291,7 +313,7 @@ def test_builder_part_misuse(
 
 def test_every_builder_part_has_at_least_five_misuse_cases() -> None:
     counts = {k.__name__: sum(1 for case in PART_CASES if case[0] is k) for k in {c[0] for c in PART_CASES}}
-    assert len(counts) == 8 and all(count >= 5 for count in counts.values()), counts
+    assert len(counts) == 9 and all(count >= 5 for count in counts.values()), counts
 
 
 @pytest.mark.parametrize(
@@ -300,7 +322,8 @@ def test_every_builder_part_has_at_least_five_misuse_cases() -> None:
         (kind, base, field.name)
         for kind, base in ((S3ModelSource, S3), (FsxModelSource, FSX), (VllmWorker, WORKER),
                            (RequestLimits, {"max_concurrent_requests": 1}), (CloudWatchTrigger, CW),
-                           (PrometheusTrigger, PROM), (AutoScaling, SCALING), (InferenceEndpoint, MODEL))
+                           (PrometheusTrigger, PROM), (AutoScaling, SCALING), (InferenceEndpoint, MODEL),
+                           (LoraServing, LORA))
         for field in dataclasses.fields(kind)
     ],
     ids=lambda c: getattr(c, "__name__", c if isinstance(c, str) else None),
@@ -321,3 +344,20 @@ def test_builder_tokens_pass_unparsed() -> None:
     assert rendered["s3Storage"] == {"bucketName": {"Ref": stack.get_logical_id(bucket.node.default_child)},
                                      "region": {"Ref": "AWS::Region"}}  # fmt: skip
     assert rendered["modelLocation"] == {"Ref": "AWS::StackName"}
+
+
+def test_adapter_uris_must_be_literal_but_the_region_may_be_a_token() -> None:
+    stack = cdk.Stack()
+    bucket = s3.Bucket(stack, "Adapters")
+    assert_refused(
+        lambda: LoraServing(
+            adapters=(LoraAdapter("sql", f"s3://{bucket.bucket_name}/sql"),), region="us-east-1"
+        ),
+        "LoraServing",
+        "adapters[0].s3_uri",
+        r"got a deploy-time token; expected an s3://bucket/prefix URI known at synth time",
+    )
+    lora = LoraServing(adapters=(ADAPTER,), region=cdk.Aws.REGION)
+    endpoint = InferenceEndpoint(**MODEL, lora=lora)
+    command = stack.resolve(render_inference_endpoint_config(endpoint)["spec"]["worker"]["command"])
+    assert {"Ref": "AWS::Region"} in command[2]["Fn::Join"][1]
