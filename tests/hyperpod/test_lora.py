@@ -261,5 +261,7 @@ def test_the_endpoint_waits_for_its_service_account_and_role(lora_stack: LoraSta
 
 def test_the_lora_role_has_no_unacknowledged_findings(lora_stack: LoraStack) -> None:
     report = AwsSolutionsChecks().validate_scope(lora_stack.model)
-    findings = [f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations]
+    findings = [
+        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
+    ]
     assert report.success, findings
