@@ -125,6 +125,20 @@ class RuleGroup:
         return {"name": self.name, "rules": [rule.to_dict() for rule in self.rules]}
 
 
+def _sum_of_counters(prefix: str, counters: Sequence[str], window: str) -> str:
+    """``sum by (instance, device)`` of the increase of several counters, counting a missing one as none.
+
+    ``a + b`` would be empty wherever one of them is not exported (EFA drivers before r2.5.0 have no
+    ``rdma_write_*`` counters), silencing the alert. ``or`` keeps every series only when their label sets
+    differ, so each increase is labelled with its counter's name first.
+    """
+    terms = " or ".join(
+        f'label_replace(increase({prefix}{counter}[{window}]), "counter", "{counter}", "", "")'
+        for counter in counters
+    )
+    return f"sum by (instance, device) ({terms})"
+
+
 def _n(value: float) -> str:
     """A threshold as PromQL text (``0.95``, ``20``)."""
     return f"{value:g}"
@@ -328,9 +342,8 @@ def rule_groups(thresholds: AlertThresholds | None = None) -> tuple[RuleGroup, .
             (
                 Alert(
                     "EfaErrors",
-                    " + ".join(
-                        f"sum by (instance, device) (increase(node_amazonefa_{counter}[10m]))"
-                        for counter in ("rdma_read_wr_err", "rdma_write_wr_err", "cmds_err")
+                    _sum_of_counters(
+                        "node_amazonefa_", ("rdma_read_wr_err", "rdma_write_wr_err", "cmds_err"), "10m"
                     )
                     + " > 0",
                     "0m",

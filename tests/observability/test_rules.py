@@ -182,13 +182,13 @@ CASES: dict[str, tuple[list[dict[str, str]], dict[str, str], str, list[dict[str,
         ),
     ),
     "EfaErrors": (
+        # No rdma_write_wr_err (an EFA driver before r2.5.0): the other two counters must still add up.
         _series(
-            ('node_amazonefa_rdma_read_wr_err{instance="n1", device="rdmap16s27"}', "0x22 5x18"),
-            ('node_amazonefa_rdma_write_wr_err{instance="n1", device="rdmap16s27"}', "0x40"),
-            ('node_amazonefa_cmds_err{instance="n1", device="rdmap16s27"}', "0x40"),
+            ('node_amazonefa_rdma_read_wr_err{instance="n1", device="rdmap16s27", port="1"}', "0x22 5x18"),
+            ('node_amazonefa_cmds_err{instance="n1", device="rdmap16s27"}', "0x25 2x15"),
         ),
         {"instance": "n1", "device": "rdmap16s27"},
-        "EFA device rdmap16s27 on n1 reported 5 errors",
+        "EFA device rdmap16s27 on n1 reported 7 errors",
         _series(
             ('node_amazonefa_rdma_read_wr_err{instance="n1", device="rdmap16s27"}', "0x40"),
             ('node_amazonefa_rdma_write_wr_err{instance="n1", device="rdmap16s27"}', "0x40"),
