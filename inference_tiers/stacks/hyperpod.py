@@ -75,6 +75,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     CloudWatchTrigger,
     FsxModelSource,
     InferenceEndpoint,
+    LoraServing,
     ModelSource,
     PrometheusTrigger,
     RequestLimits,
@@ -82,6 +83,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     VllmWorker,
 )
 from inference_tiers.k8s.inference_gateway import DNS_LABEL, EPP_IMAGE
+from inference_tiers.k8s.inference_gateway_lora import adapter_prefix
 from inference_tiers.k8s.inference_gateway_settings import (
     InferenceGatewaySettings,
     inference_gateway_setting,
@@ -178,7 +180,7 @@ class HyperPodSettings:
         boolean(), "also create an Amazon Managed Grafana workspace (IAM Identity Center)"
     )
     inference_gateway: InferenceGatewaySettings | None = setting(
-        inference_gateway_setting(("model",), lora=False),
+        inference_gateway_setting(("model",)),
         "opt-in Istio inference gateway whose Endpoint Picker routes to the model's pods, and scaling on vLLM's "
         "queue and KV cache (docs/inference-gateway.md); null: off",
     )
@@ -257,6 +259,20 @@ class HyperPodSettings:
                 "in AMP, and nothing scrapes the Endpoint Picker there (the observability add-on scrapes the "
                 "model pods, which do not exist at zero)",
             )
+        for adapter in gateway.lora_adapters:
+            if adapter.name == self.model_name:
+                raise ConfigError(
+                    f"{key}.lora_adapters",
+                    adapter.name,
+                    f"adapter names other than hyperpod.model_name ({self.model_name}), which names the base model",
+                )
+            if not adapter_prefix(adapter):
+                raise ConfigError(
+                    f"{key}.lora_adapters.{adapter.name}",
+                    adapter.s3_uri,
+                    "an s3://bucket/prefix URI with a prefix (the adapter's folder): the model pods' role may "
+                    "read only that folder, never a whole bucket",
+                )
         for bound in ("min_replicas", "max_replicas"):
             if getattr(pool, bound) != getattr(self, bound):
                 raise ConfigError(
@@ -494,7 +510,16 @@ class HyperPodStack(Stack):
             request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
             autoscaling=AutoScaling(settings.min_replicas, settings.max_replicas, trigger),
             threads_per_core=settings.threads_per_core,
+            lora=self._lora(),
         )
+
+    def _lora(self) -> LoraServing | None:
+        """The gateway's adapters, served by every model pod (the Endpoint Picker prefers pods that hold one)."""
+        gateway = self.settings.inference_gateway
+        if gateway is None or not gateway.lora_adapters:
+            return None
+        # The stack's Region: the model pods read the adapters through the VPC's S3 gateway endpoint.
+        return LoraServing(gateway.lora_adapters, region=Aws.REGION, max_lora_rank=gateway.max_lora_rank)
 
     def _dashboard(self) -> cloudwatch.Dashboard:
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{self.stack_name}-{Aws.REGION}")

@@ -10,11 +10,13 @@ checked without a synth.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import yaml
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import parse_app_config
@@ -24,7 +26,12 @@ from inference_tiers.constructs.eks.hyperpod_gateway import (
     hyperpod_model_pool,
     queue_triggers,
 )
-from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
+from inference_tiers.k8s.hyperpod_inference import (
+    InferenceEndpoint,
+    LoraServing,
+    S3ModelSource,
+    VllmWorker,
+)
 from inference_tiers.k8s.inference_gateway import (
     EPP_IMAGE,
     KV_CACHE_METRIC,
@@ -47,8 +54,11 @@ from tests.misuse import JUNK, assert_refused
 
 STACK = "InferenceTiers-HyperPod"
 MODEL = cdk_json_context()["hyperpod.model_name"]
+ADAPTER_URI = "s3://adapters-bucket/adapters/sql-lora"
 GATEWAY_SETTING = {
     "pools": {"model": {"min_replicas": 1, "max_replicas": 2, "waiting_per_replica": 3}},
+    "lora_adapters": {"sql-lora": ADAPTER_URI},
+    "max_lora_rank": 32,
     "request_timeout_seconds": 900,
 }
 GATEWAY_ON = {"hyperpod.inference_gateway": GATEWAY_SETTING, "hyperpod.scaling_metric": "prometheus"}
@@ -116,6 +126,40 @@ def test_the_pool_selects_the_operators_model_pods_on_the_vllm_port(template: di
     assert route["spec"]["rules"][0]["timeouts"] == {"request": "900s"}
     (epp,) = [m for m in objects if m["kind"] == "Deployment"]
     assert epp["spec"]["template"]["spec"]["containers"][0]["image"] == EPP_IMAGE
+
+
+def test_every_pod_serves_the_adapters_and_the_epp_prefers_the_pods_holding_one(
+    template: dict[str, Any],
+) -> None:
+    spec = _endpoint_config(template)["spec"]
+    args = spec["worker"]["args"]
+    assert args[args.index("--max-lora-rank") + 1] == "32"
+    modules = args[args.index("--lora-modules") + 1 :]
+    assert [m.split("=")[0] for m in modules] == ["sql-lora"] and "--enable-lora" in args
+    assert spec["kubernetes"]["serviceAccountName"] == f"{MODEL}-lora"
+    (config_map,) = [m for m in _gateway_objects(template) if m["kind"] == "ConfigMap"]
+    (epp_config,) = [yaml.safe_load(v) for v in config_map["data"].values()]
+    weights = {p["pluginRef"]: p["weight"] for p in epp_config["schedulingProfiles"][0]["plugins"]}
+    assert weights["lora-affinity-scorer"] == 1
+    # The pods' role reads the adapter's folder only.
+    reads = [
+        s
+        for k, p in _of_type(template, "AWS::IAM::Policy").items()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "s3:GetObject" in s["Action"] and "adapters-bucket" in json.dumps(s["Resource"])
+    ]
+    assert reads and all("adapters/sql-lora/*" in json.dumps(s["Resource"]) for s in reads)
+
+
+def test_adapters_other_than_the_endpoints_are_refused(build: TierBuild) -> None:
+    (stack,) = build.stacks
+    settings = InferenceGatewaySettings(pools={"model": PoolScaling(1, 2)})
+    assert_refused(
+        lambda: add_hyperpod_gateway(stack, stack.eks.cluster, stack.model, settings),  # type: ignore[attr-defined]
+        "add_hyperpod_gateway",
+        "settings.lora_adapters",
+        r"the adapters the endpoint's pods serve \(model.endpoint.lora: \['sql-lora'\]\)",
+    )
 
 
 def test_every_gateway_object_validates_and_none_is_a_keda_object(template: dict[str, Any]) -> None:
@@ -197,6 +241,7 @@ def test_the_setting_parses_with_its_pool() -> None:
     settings = _parse()
     assert settings.inference_gateway is not None
     assert settings.inference_gateway.pools == {"model": PoolScaling(1, 2, waiting_per_replica=3)}
+    assert settings.inference_gateway.lora_adapters == (LoraAdapter("sql-lora", ADAPTER_URI),)
     assert _parse(**{"hyperpod.inference_gateway": ""}).inference_gateway is None
 
 
@@ -246,11 +291,21 @@ def test_the_setting_parses_with_its_pool() -> None:
             {
                 "hyperpod.inference_gateway": {
                     "pools": GATEWAY_SETTING["pools"],
-                    "lora_adapters": {"sql": "s3://adapters-bucket/sql"},
+                    "lora_adapters": {"sql": "s3://adapters-bucket"},
+                }
+            },
+            "hyperpod.inference_gateway.lora_adapters.sql",
+            "with a prefix (the adapter's folder)",
+        ),
+        (
+            {
+                "hyperpod.inference_gateway": {
+                    "pools": GATEWAY_SETTING["pools"],
+                    "lora_adapters": {MODEL: "s3://adapters-bucket/base"},
                 }
             },
             "hyperpod.inference_gateway.lora_adapters",
-            "do not load LoRA adapters yet",
+            "adapter names other than hyperpod.model_name",
         ),
         ({"hyperpod.inference_gateway": "{not json"}, "hyperpod.inference_gateway", "JSON object"),
     ],
@@ -290,10 +345,12 @@ def test_the_pool_follows_the_endpoints_name_namespace_and_worker_port() -> None
         model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
         worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1, port=8080),
     )
-    adapter = LoraAdapter("sql-lora", "s3://adapters-bucket/sql")
-    pool = hyperpod_model_pool(endpoint, (adapter,))
+    pool = hyperpod_model_pool(endpoint)
     assert (pool.name, pool.namespace, dict(pool.selector)) == ("qwen", "models", {"app": "qwen"})
-    assert (pool.target_port, pool.model_name, tuple(pool.adapters)) == (8080, "qwen", (adapter,))
+    assert (pool.target_port, pool.model_name, tuple(pool.adapters)) == (8080, "qwen", ())
+    adapter = LoraAdapter("sql-lora", "s3://adapters-bucket/sql")
+    with_lora = dataclasses.replace(endpoint, lora=LoraServing((adapter,), region="us-east-1"))
+    assert tuple(hyperpod_model_pool(with_lora).adapters) == (adapter,)
 
 
 def test_queue_triggers_carry_the_pools_targets() -> None:

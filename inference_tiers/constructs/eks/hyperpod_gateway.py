@@ -21,7 +21,7 @@ from constructs import Construct
 from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
 from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, PrometheusTrigger
-from inference_tiers.k8s.inference_gateway import LoraAdapter, ModelPool, PoolScaling
+from inference_tiers.k8s.inference_gateway import ModelPool, PoolScaling
 from inference_tiers.k8s.inference_gateway_scaling import ScaledTarget, kv_cache_query, queue_query
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.validation import Args
@@ -30,11 +30,13 @@ from inference_tiers.validation import Args
 ENDPOINT_POD_LABEL = "app"
 
 
-def hyperpod_model_pool(endpoint: InferenceEndpoint, adapters: tuple[LoraAdapter, ...] = ()) -> ModelPool:
+def hyperpod_model_pool(endpoint: InferenceEndpoint) -> ModelPool:
     """The InferencePool of ``endpoint``'s pods: its EPP sends each request straight to the vLLM container.
 
     The target port is the worker's own port (where vLLM also serves ``/metrics`` for the EPP's scorers), not
     the operator's request-limit sidecar in front of it: the EPP's queue and KV-cache view replaces that limit.
+    The pool's adapters are the ones the worker serves (``endpoint.lora``), so the EPP's LoRA affinity scorer
+    is there exactly when the pods load adapters.
     """
     return ModelPool(
         name=endpoint.name,
@@ -42,7 +44,7 @@ def hyperpod_model_pool(endpoint: InferenceEndpoint, adapters: tuple[LoraAdapter
         selector={ENDPOINT_POD_LABEL: endpoint.name},
         model_name=endpoint.name,
         target_port=endpoint.worker.port,
-        adapters=adapters,
+        adapters=endpoint.lora.adapters if endpoint.lora else (),
     )
 
 
@@ -88,7 +90,13 @@ def add_hyperpod_gateway(
     args = Args("add_hyperpod_gateway")
     args.instance("settings", settings, InferenceGatewaySettings, "an InferenceGatewaySettings")
     args.instance("model", model, HyperPodModelEndpoint, "a HyperPodModelEndpoint")
-    pool = hyperpod_model_pool(model.endpoint, settings.lora_adapters)
+    pool = hyperpod_model_pool(model.endpoint)
+    if tuple(settings.lora_adapters) != tuple(pool.adapters):
+        raise args.error(
+            "settings.lora_adapters",
+            [a.name for a in settings.lora_adapters],
+            f"the adapters the endpoint's pods serve (model.endpoint.lora: {[a.name for a in pool.adapters]})",
+        )
     gateway = InferenceGateway(
         scope,
         "InferenceGateway",
