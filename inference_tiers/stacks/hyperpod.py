@@ -251,14 +251,19 @@ class HyperPodSettings:
                 "Endpoint Picker are named after it)",
             )
         pool = gateway.pools["model"]
-        if pool.scale_to_zero:
-            raise ConfigError(
-                f"{key}.pools.model.min_replicas",
-                0,
-                "at least 1 on hyperpod: waking a pool from zero needs the Endpoint Picker's request counter "
-                "in AMP, and nothing scrapes the Endpoint Picker there (the observability add-on scrapes the "
-                "model pods, which do not exist at zero)",
-            )
+        # Either key at 0 is the same refusal (they must be equal below): name the one that is 0.
+        for zero_key, minimum in (
+            (f"{key}.pools.model.min_replicas", pool.min_replicas),
+            ("hyperpod.min_replicas", self.min_replicas),
+        ):
+            if minimum == 0:
+                raise ConfigError(
+                    zero_key,
+                    0,
+                    f"at least 1 when {key} is set: waking the model from zero needs the Endpoint Picker's "
+                    "request counter in AMP, and nothing scrapes the Endpoint Picker there (the observability "
+                    "add-on scrapes the model pods, which do not exist at zero)",
+                )
         for adapter in gateway.lora_adapters:
             if adapter.name == self.model_name:
                 raise ConfigError(

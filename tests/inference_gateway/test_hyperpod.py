@@ -273,6 +273,11 @@ def test_the_setting_parses_with_its_pool() -> None:
             "nothing scrapes the Endpoint Picker there",
         ),
         (
+            {"hyperpod.min_replicas": 0},
+            "hyperpod.min_replicas",
+            "at least 1 when hyperpod.inference_gateway is set",
+        ),
+        (
             {"hyperpod.max_replicas": 4},
             "hyperpod.inference_gateway.pools.model.max_replicas",
             "4, equal to hyperpod.max_replicas",
