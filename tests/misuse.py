@@ -26,6 +26,9 @@ JUNK: list[Any] = [
     object(),
     cdk.Duration.minutes(1),
 ]
+# Parametrize ids that are the same in every pytest-xdist worker (repr() of object() or a jsii object holds an
+# address, and workers that collect different ids refuse to run).
+JUNK_IDS = [f"{index}-{type(junk).__name__}" for index, junk in enumerate(JUNK)]
 
 
 def assert_refused(build: Callable[[], Any], owner: str, param: str, match: str) -> None:

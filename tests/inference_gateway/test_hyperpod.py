@@ -50,7 +50,7 @@ from tests.hyperpod.support import (
     validate_inference_endpoint_config,
 )
 from tests.inference_gateway.support import exported_metrics, metric_names, validate
-from tests.misuse import JUNK, assert_refused
+from tests.misuse import JUNK, JUNK_IDS, assert_refused
 
 STACK = "InferenceTiers-HyperPod"
 MODEL = cdk_json_context()["hyperpod.model_name"]
@@ -324,7 +324,7 @@ def test_combinations_that_cannot_work_are_refused(
     assert accepted in raised.value.accepted
 
 
-@pytest.mark.parametrize("junk", JUNK, ids=repr)
+@pytest.mark.parametrize("junk", JUNK, ids=JUNK_IDS)
 def test_add_hyperpod_gateway_names_a_wrong_argument(junk: Any, tmp_path: Any) -> None:
     stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Misuse")
     settings = InferenceGatewaySettings(pools={"model": PoolScaling(1, 2)})
