@@ -20,6 +20,13 @@ from typing import Any, Literal, TypeVar
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.allocatable import Resources
+from inference_tiers.k8s.inference_gateway import ADAPTER_DIR
+from inference_tiers.k8s.inference_gateway_lora import (
+    LoraServing,
+    lora_init_container,
+    lora_service_account,
+    vllm_lora_args,
+)
 from inference_tiers.validation import Args, is_token
 
 T = TypeVar("T")
@@ -67,6 +74,9 @@ GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "efa-exporter (inference_tiers.k8s.efa_exporter)": Resources(cpu_millicores=10, memory_mib=32),
 }
 KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
+# The AWS CLI image the LoRA init container syncs the adapters with (AWS's own ECR Public repository, which
+# carries the CLI's release tags; pinned to one release).
+LORA_INIT_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 MODEL_CACHE_PATH = "/models"
 
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -148,6 +158,10 @@ class DisaggregatedWorkloadSpec:
     (``MC_EFA_NIC_SELECTION=local``, ``MC_MAX_CONCURRENT_REG_MR=16``). Cannot replace the variables set here."""
     efa_devices: int | None = None
     """EFA devices each vLLM pod requests: what the GPU node group attaches. Default: all of the instance's."""
+    lora: LoraServing | None = None
+    """LoRA adapters every prefill and decode pod loads (the router may pair any two); None: base model only."""
+    lora_init_image: str = LORA_INIT_IMAGE
+    """Image of the init container that copies the adapters from S3 (``aws s3 sync``); only with ``lora``."""
     owner: InitVar[str] = "DisaggregatedWorkloadSpec"
     """The name error messages start with (the construct that builds this spec from its own arguments)."""
 
@@ -241,6 +255,16 @@ class DisaggregatedWorkloadSpec:
                     "extra_env key", key, f"a variable other than those set here: {sorted(managed)}"
                 )
         self._set("extra_env", env)
+        if self.lora is not None:
+            lora = args.instance("lora", self.lora, LoraServing, "a LoraServing")
+            for index, adapter in enumerate(lora.adapters):
+                if adapter.name == self.model_id:
+                    raise args.error(
+                        f"lora.adapters[{index}].name",
+                        adapter.name,
+                        f"a name other than model_id ({self.model_id}), which vLLM serves as the base model",
+                    )
+        image_reference(args, "lora_init_image", self.lora_init_image)
         if self.enable_kv_store:
             pool = self.kv_store_segment_gib_per_rank * self.tp
             budget = self.memory_gib // 2
@@ -284,6 +308,11 @@ class DisaggregatedWorkloadSpec:
 
     def resource_name(self, component: str) -> str:
         return f"{self.name}-{component}"
+
+    @property
+    def lora_service_account(self) -> str | None:
+        """The ServiceAccount the vLLM pods run as to read their adapters (LoRA only); None: the default."""
+        return self.resource_name("vllm-lora") if self.lora else None
 
     def selector_labels(self, component: str) -> dict[str, str]:
         return {"app.kubernetes.io/name": "vllm", INSTANCE_LABEL: self.name, COMPONENT_LABEL: component}
@@ -338,6 +367,8 @@ def vllm_serve_args(spec: DisaggregatedWorkloadSpec, role: Role) -> list[str]:
     ]
     if spec.max_model_len is not None:
         args += ["--max-model-len", str(spec.max_model_len)]
+    if spec.lora:
+        args += vllm_lora_args(spec.lora.adapters, max_lora_rank=spec.lora.max_lora_rank)
     return args
 
 
@@ -543,6 +574,15 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
     # Model weights: on the node's NVMe RAID0 (kubelet's root lives there on the GPU nodes).
     container["volumeMounts"].append({"name": "models", "mountPath": MODEL_CACHE_PATH})
     pod["volumes"].append({"name": "models", "emptyDir": {}})
+    if spec.lora:
+        # Both roles hold every adapter: the router pairs any prefill with any decode pod, and the decode pod
+        # continues the KV cache its prefill computed with the adapter the request names.
+        pod["serviceAccountName"] = spec.lora_service_account
+        pod["initContainers"] = [
+            lora_init_container(spec.lora.adapters, spec.lora_init_image, spec.lora.region)
+        ]
+        container["volumeMounts"].append({"name": "adapters", "mountPath": ADAPTER_DIR, "readOnly": True})
+        pod["volumes"].append({"name": "adapters", "emptyDir": {}})
     if spec.enable_kv_store:
         container["volumeMounts"].append(
             {"name": "mooncake-config", "mountPath": "/etc/mooncake", "readOnly": True}
@@ -766,6 +806,8 @@ def render_namespace(spec: DisaggregatedWorkloadSpec) -> Manifest:
 def render_workload(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
     """Every namespaced manifest, in apply order (config and store before the pods that read them)."""
     manifests = _kv_store_manifests(spec) if spec.enable_kv_store else []
+    if spec.lora_service_account:
+        manifests.append(lora_service_account(spec.namespace, spec.lora_service_account))
     manifests += [_vllm_deployment(spec, role) for role in ROLES]
     return manifests + _router_manifests(spec)
 

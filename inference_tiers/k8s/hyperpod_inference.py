@@ -18,15 +18,15 @@ from typing import Any, ClassVar
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
 from inference_tiers.instance_types import GpuInstanceType, gpu_instance_type
 from inference_tiers.k8s.allocatable import Resources, node_allocatable
-from inference_tiers.k8s.inference_gateway import LoraAdapter
 from inference_tiers.k8s.inference_gateway_lora import (
     LAUNCHER_ADAPTER_DIR,
-    adapter_prefix,
     vllm_lora_args,
     vllm_lora_launcher,
 )
-from inference_tiers.k8s.inference_gateway_settings import LORA_RANKS
-from inference_tiers.validation import Args, is_token
+from inference_tiers.k8s.inference_gateway_lora import (
+    LoraServing as LoraServing,  # re-exported: the InferenceEndpoint's lora input
+)
+from inference_tiers.validation import Args
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 KIND = "InferenceEndpointConfig"
@@ -124,58 +124,6 @@ ModelSource = S3ModelSource | FsxModelSource
 USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
 # Flags the LoRA input renders itself: the same flags in worker.extra_args would contradict it.
 _LORA_FLAGS = ("--enable-lora", "--max-loras", "--max-lora-rank", "--lora-modules")
-
-
-@dataclass(frozen=True)
-class LoraServing:
-    """LoRA adapters the vLLM worker serves beside the base model, each under its name (the request's ``model``).
-
-    The operator's v1 CRD gives the worker no volume of its own besides the model's (``spec.worker`` has no
-    ``volumeMounts``), so an init container could not hand the files over: the worker's command fetches them
-    from S3 with the pod's service account (:func:`~inference_tiers.k8s.inference_gateway_lora.vllm_lora_launcher`)
-    and then starts ``vllm serve``. ``HyperPodModelEndpoint`` creates that service account and its role.
-
-    :param adapters: 1-64 adapters, unique names, each a literal ``s3://bucket/prefix/`` (its folder).
-    :param region: Region of the adapter buckets (a deploy-time token is fine).
-    :param max_lora_rank: vLLM's ``--max-lora-rank``, one of its ranks. Default 16.
-    """
-
-    adapters: tuple[LoraAdapter, ...]
-    region: str
-    max_lora_rank: int = 16
-
-    def __post_init__(self) -> None:
-        args = Args("LoraServing")
-        adapters = args.sequence(
-            "adapters",
-            self.adapters,
-            lambda n, v: args.instance(n, v, LoraAdapter, "a LoraAdapter"),
-            min_items=1,
-            max_items=64,
-        )
-        names: list[str] = []
-        for index, adapter in enumerate(adapters):
-            if is_token(adapter.s3_uri):
-                raise args.error(
-                    f"adapters[{index}].s3_uri",
-                    adapter.s3_uri,
-                    "an s3://bucket/prefix URI known at synth time: the bucket and prefix are written into the "
-                    "worker's command and its IAM policy (a deploy-time token cannot be split into them)",
-                )
-            if not adapter_prefix(adapter):
-                raise args.error(
-                    f"adapters[{index}].s3_uri",
-                    adapter.s3_uri,
-                    "an s3://bucket/prefix URI with a prefix (the adapter's folder): the role may read only "
-                    "that folder, never a whole bucket",
-                )
-            if adapter.name in names:
-                raise args.error(f"adapters[{index}].name", adapter.name, "a name unique among the adapters")
-            names.append(adapter.name)
-        args.text(
-            "region", self.region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", description="an AWS Region name"
-        )
-        args.one_of("max_lora_rank", self.max_lora_rank, LORA_RANKS)
 
 
 @dataclass(frozen=True)

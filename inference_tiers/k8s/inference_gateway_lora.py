@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from inference_tiers.config import ConfigError
 from inference_tiers.k8s.inference_gateway import ADAPTER_DIR, LoraAdapter
+from inference_tiers.k8s.inference_gateway_settings import LORA_RANKS, InferenceGatewaySettings
+from inference_tiers.validation import Args, ArgumentError, is_token
 
 # Where the launcher writes the adapters: inside the container's own writable layer, which every image has
 # (the vLLM image runs as root, but /tmp is writable for any user).
@@ -32,6 +36,67 @@ def adapter_prefix(adapter: LoraAdapter) -> str:
     """The adapter's key prefix as a folder (``sql-lora/``), so that ``sql-lora-v2/`` is never read with it."""
     key = adapter.s3_uri.removeprefix("s3://").partition("/")[2].strip("/")
     return f"{key}/" if key else ""
+
+
+@dataclass(frozen=True)
+class LoraServing:
+    """LoRA adapters vLLM serves beside the base model, each under its name (the request's ``model``), read
+    from S3 with the pods' service account (a role that may read only these prefixes, ``LoraAdapterReader``).
+
+    HyperPod's worker fetches them itself (:func:`vllm_lora_launcher`); the disaggregated pods get them from
+    :func:`lora_init_container`.
+
+    :param adapters: 1-64 adapters, unique names, each a literal ``s3://bucket/prefix/`` (its folder).
+    :param region: Region of the adapter buckets (a deploy-time token is fine).
+    :param max_lora_rank: vLLM's ``--max-lora-rank``, one of its ranks. Default 16.
+    """
+
+    adapters: tuple[LoraAdapter, ...]
+    region: str
+    max_lora_rank: int = 16
+
+    def __post_init__(self) -> None:
+        args = Args("LoraServing")
+        adapters = args.sequence(
+            "adapters",
+            self.adapters,
+            lambda n, v: args.instance(n, v, LoraAdapter, "a LoraAdapter"),
+            min_items=1,
+            max_items=64,
+        )
+        names: list[str] = []
+        for index, adapter in enumerate(adapters):
+            if is_token(adapter.s3_uri):
+                raise args.error(
+                    f"adapters[{index}].s3_uri",
+                    adapter.s3_uri,
+                    "an s3://bucket/prefix URI known at synth time: the bucket and prefix are written into the "
+                    "worker's command and its IAM policy (a deploy-time token cannot be split into them)",
+                )
+            if not adapter_prefix(adapter):
+                raise args.error(
+                    f"adapters[{index}].s3_uri",
+                    adapter.s3_uri,
+                    "an s3://bucket/prefix URI with a prefix (the adapter's folder): the role may read only "
+                    "that folder, never a whole bucket",
+                )
+            if adapter.name in names:
+                raise args.error(f"adapters[{index}].name", adapter.name, "a name unique among the adapters")
+            names.append(adapter.name)
+        args.text(
+            "region", self.region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", description="an AWS Region name"
+        )
+        args.one_of("max_lora_rank", self.max_lora_rank, LORA_RANKS)
+
+    @property
+    def buckets(self) -> dict[str, list[str]]:
+        """Bucket name to the adapter prefixes in it (in the adapters' order, each once)."""
+        prefixes: dict[str, list[str]] = {}
+        for adapter in self.adapters:
+            bucket = prefixes.setdefault(adapter.bucket, [])
+            if adapter_prefix(adapter) not in bucket:
+                bucket.append(adapter_prefix(adapter))
+        return prefixes
 
 
 def vllm_lora_args(
@@ -52,15 +117,23 @@ def vllm_lora_args(
     ]
 
 
-def lora_init_container(adapters: Sequence[LoraAdapter], image: str) -> dict[str, Any]:
-    """Copies every adapter from S3 into the shared ``adapters`` volume before vLLM starts."""
+def lora_init_container(
+    adapters: Sequence[LoraAdapter], image: str, region: str | None = None
+) -> dict[str, Any]:
+    """Copies every adapter folder from S3 into the shared ``adapters`` volume before vLLM starts.
+
+    ``region``: the buckets' Region (``AWS_REGION``; EKS Pod Identity gives credentials, not a Region).
+    """
     script = " && ".join(
-        f'aws s3 sync --only-show-errors "{adapter.s3_uri}" "{adapter.local_path}"' for adapter in adapters
+        f'aws s3 sync --only-show-errors "s3://{adapter.bucket}/{adapter_prefix(adapter)}" '
+        f'"{adapter_path(adapter)}"'
+        for adapter in adapters
     )
     return {
         "name": "lora-adapters",
         "image": image,
         "command": ["sh", "-ec", script],
+        **({"env": [{"name": "AWS_REGION", "value": region}]} if region is not None else {}),
         "volumeMounts": [{"name": "adapters", "mountPath": ADAPTER_DIR}],
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
@@ -104,3 +177,37 @@ def vllm_lora_launcher(adapters: Sequence[LoraAdapter], region: str) -> list[str
     plan = [[a.bucket, adapter_prefix(a), adapter_path(a, LAUNCHER_ADAPTER_DIR)] for a in adapters]
     script = _LAUNCHER.format(region=json.dumps(region), adapters=json.dumps(json.dumps(plan)))
     return ["python3", "-c", script]
+
+
+def lora_service_account(namespace: str, name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ServiceAccount pods read their adapters as (no token automounted: EKS Pod Identity projects its own
+    token for the credentials it serves)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": metadata,
+        "automountServiceAccountToken": False,
+    }
+
+
+def lora_from_settings(
+    key: str, settings: InferenceGatewaySettings | None, region: str
+) -> LoraServing | None:
+    """The tier's ``<key>.lora_adapters`` and ``max_lora_rank`` as a :class:`LoraServing` (None without adapters).
+
+    A rule the setting's parser does not know (an adapter URI without a folder) is a ``ConfigError`` naming
+    the adapter's key, like every other bad context value.
+    """
+    if settings is None or not settings.lora_adapters:
+        return None
+    try:
+        return LoraServing(settings.lora_adapters, region=region, max_lora_rank=settings.max_lora_rank)
+    except ArgumentError as error:
+        index = error.param.removeprefix("adapters[").partition("]")[0]
+        name = settings.lora_adapters[int(index)].name if index.isdigit() else ""
+        raise ConfigError(
+            f"{key}.lora_adapters.{name}" if name else key, error.value, error.accepted
+        ) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
@@ -66,9 +66,10 @@ from inference_tiers.constructs.eks.efa_node_group import (
     EfaNodeGroup,
 )
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
-from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
+from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES, LORA_INIT_IMAGE
 from inference_tiers.k8s.efa_exporter import EfaExporterSpec
 from inference_tiers.k8s.inference_gateway import EPP_IMAGE
+from inference_tiers.k8s.inference_gateway_lora import LoraServing, lora_from_settings
 from inference_tiers.k8s.inference_gateway_settings import (
     InferenceGatewaySettings,
     check_node_capacity,
@@ -153,13 +154,15 @@ class DisaggregatedSettings:
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
     inference_gateway: InferenceGatewaySettings | None = setting(
-        inference_gateway_setting(("prefill", "decode"), decode_pool="decode", lora=False),
+        inference_gateway_setting(("prefill", "decode"), decode_pool="decode", lora=True),
         "opt-in Istio inference gateway in front of vllm-router and KEDA scaling of each pool on its queue "
         "(docs/inference-gateway.md); null: off",
     )
 
     def __post_init__(self) -> None:
         check_node_capacity(self.inference_gateway, "disaggregated.inference_gateway", self.gpu_nodes)
+        # The adapters' own rules (one folder each): refused at parse time, as ConfigErrors naming the key.
+        lora_from_settings("disaggregated.inference_gateway", self.inference_gateway, Aws.REGION)
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -219,6 +222,11 @@ class DisaggregatedSettings:
         """Tensor parallelism per vLLM instance: the setting, or every GPU of the node."""
         return self.tensor_parallel_size or self.instance.gpus
 
+    @property
+    def lora(self) -> LoraServing | None:
+        """The gateway setting's LoRA adapters, served by every prefill and decode pod; None: none."""
+        return lora_from_settings("disaggregated.inference_gateway", self.inference_gateway, Aws.REGION)
+
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(
             instances=(
@@ -243,6 +251,11 @@ class DisaggregatedSettings:
                 *(
                     (ImageNeed(EPP_IMAGE, "inference_tiers.k8s.inference_gateway:EPP_IMAGE"),)
                     if self.inference_gateway is not None
+                    else ()
+                ),
+                *(
+                    (ImageNeed(LORA_INIT_IMAGE, "inference_tiers.k8s.disaggregated:LORA_INIT_IMAGE"),)
+                    if self.lora is not None
                     else ()
                 ),
                 *exporter_images(efa_exporter=True),
@@ -318,6 +331,7 @@ class DisaggregatedStack(Stack):
             hf_token_secret_name=settings.hf_token_secret_name,
             gpu_node_labels={"inference-tiers/node-pool": EFA_NODE_POOL},
             efa_devices=self.gpu_nodes.efa_interfaces,
+            lora=settings.lora,
         )
         # The pods request nvidia.com/gpu and vpc.amazonaws.com/efa, which only the device plugins advertise.
         self.serving.node.add_dependency(self.device_plugins)

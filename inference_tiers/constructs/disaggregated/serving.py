@@ -12,17 +12,22 @@ from pathlib import Path
 from aws_cdk import Duration
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.k8s.disaggregated import (
     DEFAULT_GPU_NODE_LABELS,
     LOAD_BALANCER_PORT,
+    LORA_INIT_IMAGE,
     DisaggregatedWorkloadSpec,
     image_reference,
     render_namespace,
     render_workload,
 )
+from inference_tiers.k8s.inference_gateway_lora import LoraServing
 from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "disaggregated"
@@ -66,6 +71,12 @@ class DisaggregatedServing(Construct):
         GPU memory only on each GPU's local EFA devices); values may be tokens. Default: none.
     :param efa_devices: EFA devices each vLLM pod requests, 1 to the instance's: what the node group attaches
         (``EfaNodeGroup.efa_interfaces``). Default: all of the instance's.
+    :param lora: LoRA adapters every prefill and decode pod serves (``LoraServing``): an init container copies
+        them from S3 with the pods' own ServiceAccount, whose EKS Pod Identity role (:attr:`lora_role`) may
+        read only the adapter folders. Default: none.
+    :param lora_init_image: image of that init container (AWS CLI), pinned. Default :data:`LORA_INIT_IMAGE`.
+    :param adapter_key: KMS key of the adapter objects (SSE-KMS); the role may decrypt with it. Only with
+        ``lora``. Default: none.
     """
 
     def __init__(
@@ -93,9 +104,16 @@ class DisaggregatedServing(Construct):
         startup_timeout_minutes: int = 60,
         extra_env: Mapping[str, str] | None = None,
         efa_devices: int | None = None,
+        lora: LoraServing | None = None,
+        lora_init_image: str = LORA_INIT_IMAGE,
+        adapter_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("DisaggregatedServing")
+        if adapter_key is not None:
+            args.implements("adapter_key", adapter_key, kms.IKey)
+            if lora is None:
+                raise args.error("adapter_key", adapter_key, "None when no lora adapters are given")
         cluster = args.implements("cluster", cluster, eks.ICluster)
         if cluster.kubectl_provider is None:
             raise args.error(
@@ -141,6 +159,8 @@ class DisaggregatedServing(Construct):
             startup_timeout_minutes=startup_timeout_minutes,
             extra_env={} if extra_env is None else extra_env,
             efa_devices=efa_devices,
+            lora=lora,
+            lora_init_image=lora_init_image,
             owner=args.owner,
         )
         self.cluster = cluster
@@ -155,6 +175,22 @@ class DisaggregatedServing(Construct):
             self, "Workload", cluster=cluster, manifest=render_workload(self.spec)
         )
         self.workload_manifest.node.add_dependency(self.namespace_manifest)
+        self.lora_role: iam.Role | None = None
+        """The role the vLLM pods copy their LoRA adapters with (None without ``lora``)."""
+        if self.spec.lora is not None and self.spec.lora_service_account is not None:
+            reader = LoraAdapterReader(
+                self,
+                "LoraReader",
+                cluster=cluster,
+                namespace=self.spec.namespace,
+                service_account=self.spec.lora_service_account,
+                lora=self.spec.lora,
+                key=adapter_key,
+                description=f"Reads the LoRA adapters of the {self.spec.name} prefill and decode pods",
+            )
+            self.lora_role = reader.role
+            # The association first: the pods' credentials are injected when a pod is created.
+            self.workload_manifest.node.add_dependency(reader)
 
         self.router_service_name = self.spec.resource_name("router")
         # The internal NLB's DNS name, read back from the Service once the cloud controller has created it.

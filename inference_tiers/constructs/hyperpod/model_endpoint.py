@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-
-from aws_cdk import Aws, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
+from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
 from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
-from inference_tiers.constructs.sandbox.identity import PodIdentityRole
 from inference_tiers.k8s.hyperpod_inference import (
     USER_ASSIGNABLE_LABEL,
     InferenceEndpoint,
     LoraServing,
     render_inference_endpoint_config,
 )
-from inference_tiers.k8s.inference_gateway_lora import adapter_prefix
+from inference_tiers.k8s.inference_gateway_lora import lora_service_account
 from inference_tiers.validation import Args
 
 
@@ -90,51 +86,29 @@ class HyperPodModelEndpoint(Construct):
             self._add_lora_identity(cluster, endpoint.lora, adapter_key)
 
     def _add_lora_identity(self, cluster: eks.ICluster, lora: LoraServing, key: kms.IKey | None) -> None:
-        """The pods' ServiceAccount and its Pod Identity role, both in place before the operator makes pods."""
-        namespace, name = self.endpoint.namespace, self.endpoint.service_account_name
+        """The pods' ServiceAccount (labelled user-assignable) and its role, before the operator makes pods."""
+        name = self.endpoint.service_account_name
         assert name is not None  # set whenever lora is
+        namespace = self.endpoint.namespace
         self.service_account_manifest = eks.KubernetesManifest(
             self,
             "LoraServiceAccount",
             cluster=cluster,
-            manifest=[lora_service_account(namespace, name)],
+            manifest=[lora_service_account(namespace, name, {USER_ASSIGNABLE_LABEL: "true"})],
             overwrite=True,
         )
-        identity = PodIdentityRole(
+        reader = LoraAdapterReader(
             self,
-            "LoraIdentity",
+            "LoraReader",
             cluster=cluster,
             namespace=namespace,
             service_account=name,
+            lora=lora,
+            key=key,
             description=f"Reads the LoRA adapters of HyperPod endpoint {self.endpoint.name}",
         )
-        self.lora_role = identity.role
-        for bucket, prefixes in adapter_prefixes(lora).items():
-            self._grant_adapter_read(bucket, prefixes)
-        if key is not None:
-            key.grant_decrypt(self.lora_role)
-        self.manifest.node.add_dependency(self.service_account_manifest, identity)
-
-    def _grant_adapter_read(self, bucket: str, prefixes: list[str]) -> None:
-        """List the bucket only under the adapter prefixes, read only the objects below them."""
-        assert self.lora_role is not None
-        bucket_arn = f"arn:{Aws.PARTITION}:s3:::{bucket}"
-        self.lora_role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}},
-            )
-        )
-        objects = [f"{bucket_arn}/{prefix}*" for prefix in prefixes]
-        self.lora_role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=objects))
-        for prefix in prefixes:
-            acknowledge(
-                self.lora_role,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/{prefix}*]",
-                f"The worker copies every file of the LoRA adapter folder s3://{bucket}/{prefix}; the file "
-                "names are only known when the adapter is uploaded, and nothing outside that folder is readable",
-            )
+        self.lora_role = reader.role
+        self.manifest.node.add_dependency(self.service_account_manifest, reader)
 
     def metric(self, metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
         """A metric of the registered SageMaker endpoint (``AWS/SageMaker``); needs ``endpoint_name``."""
@@ -164,21 +138,3 @@ class HyperPodModelEndpoint(Construct):
 
     def metric_model_latency(self) -> cloudwatch.Metric:
         return self.metric("ModelLatency", statistic="p90")
-
-
-def lora_service_account(namespace: str, name: str) -> dict[str, Any]:
-    """The model pods' ServiceAccount; the operator runs pods only as one labelled user-assignable."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace, "labels": {USER_ASSIGNABLE_LABEL: "true"}},
-    }
-
-
-def adapter_prefixes(lora: LoraServing) -> dict[str, list[str]]:
-    """Bucket name to the adapter prefixes in it (in the adapters' order, each once)."""
-    prefixes: dict[str, list[str]] = defaultdict(list)
-    for adapter in lora.adapters:
-        if adapter_prefix(adapter) not in prefixes[adapter.bucket]:
-            prefixes[adapter.bucket].append(adapter_prefix(adapter))
-    return dict(prefixes)
