@@ -3,6 +3,7 @@ the parameter, the value received and what is accepted: never a TypeError, Attri
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable
 from pathlib import Path
@@ -178,12 +179,19 @@ SERVING_PARAMS = [
     "cluster", "model_id", "instance_type", "prefill_replicas", "decode_replicas", "tensor_parallel_size",
     "max_model_len", "namespace", "name", "image_uri", "router_image_uri", "enable_kv_store",
     "kv_store_segment_gib_per_rank", "hf_token_secret_name", "gpu_node_labels", "router_replicas",
-    "allowed_cidrs", "startup_timeout_minutes", "extra_env", "efa_devices",
+    "allowed_cidrs", "startup_timeout_minutes", "extra_env", "efa_devices", "lora", "lora_init_image",
+    "adapter_key",
 ]  # fmt: skip
 MONITORING_PARAMS = [
     "cluster", "serving", "addon_version", "alarm_topic", "encryption_key", "ttft_alarm_seconds",
     "transfer_failure_alarm_count",
 ]  # fmt: skip
+
+
+def test_the_sweeps_cover_every_parameter() -> None:
+    for kind, swept in ((DisaggregatedServing, SERVING_PARAMS), (DisaggregatedMonitoring, MONITORING_PARAMS)):
+        declared = set(inspect.signature(kind.__init__).parameters) - {"self", "scope", "construct_id"}
+        assert set(swept) == declared, (kind.__name__, declared ^ set(swept))
 
 
 @pytest.mark.parametrize("param", SERVING_PARAMS)
