@@ -83,6 +83,40 @@ def test_both_roles_load_every_adapter_from_the_init_containers_volume(role: str
     assert spec["serviceAccountName"] == "vllm-pd-vllm-lora"
 
 
+def fake_aws(tmp_path: Path, fail_on: str | None = None) -> Path:
+    """An ``aws`` on PATH that records its arguments (one line each call) and fails for ``fail_on``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "aws"
+    fail = f'case "$*" in *{fail_on}*) exit 3;; esac\n' if fail_on else ""
+    script.write_text(
+        f'#!/bin/sh\nprintf "%s|" "$@" >> "{tmp_path}/calls"\necho >> "{tmp_path}/calls"\n{fail}'
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+def run_init(tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess[str]:
+    (init,) = pod(WITH_LORA, "prefill")["initContainers"]
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return subprocess.run(init["command"], env=env, capture_output=True, text=True, check=False)
+
+
+def test_the_init_script_syncs_each_folder_in_turn(tmp_path: Path) -> None:
+    assert run_init(tmp_path, fake_aws(tmp_path)).returncode == 0
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        "s3|sync|--only-show-errors|s3://adapters-bucket/tenants/sql-lora/|/adapters/sql-lora|",
+        "s3|sync|--only-show-errors|s3://other-adapters/chat/|/adapters/org--chat-lora|",
+    ]
+
+
+def test_a_failed_sync_fails_the_pod_start(tmp_path: Path) -> None:
+    """sh -e: the first failing copy ends the init container, so vLLM never starts without an adapter."""
+    result = run_init(tmp_path, fake_aws(tmp_path, fail_on="sql-lora"))
+    assert result.returncode == 3
+    assert len((tmp_path / "calls").read_text().splitlines()) == 1
+
+
 def test_the_two_roles_differ_only_where_they_did_without_lora() -> None:
     """Same adapters, same flags, same init container on prefill and decode (any pair serves any adapter)."""
     lora_prefill, lora_decode = (pod(WITH_LORA, role) for role in ROLES)
