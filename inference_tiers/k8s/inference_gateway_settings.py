@@ -52,14 +52,11 @@ class InferenceGatewaySettings:
     request_timeout_seconds: int = 600
 
 
-def inference_gateway_setting(
-    pool_names: tuple[str, ...], *, decode_pool: str | None = None, lora: bool = True
-) -> Parser:
+def inference_gateway_setting(pool_names: tuple[str, ...], *, decode_pool: str | None = None) -> Parser:
     """A parser of the tier's ``inference_gateway`` key; ``pool_names`` are the pools the tier scales.
 
     ``decode_pool``: the pool that must keep a replica (scale to zero would leave prefilled requests with no
-    decoder); None where the tier has no separate decode pool. ``lora``: whether the tier can serve the
-    adapters (False: ``lora_adapters`` is refused rather than silently ignored).
+    decoder); None where the tier has no separate decode pool.
     """
     accepted_pools = ", ".join(pool_names)
 
@@ -82,13 +79,6 @@ def inference_gateway_setting(
                 "without a separate decode pool)",
             )
         adapters_raw = value.get("lora_adapters", {})
-        if adapters_raw and not lora:
-            raise ConfigError(
-                f"{key}.lora_adapters",
-                adapters_raw,
-                "{} here: this tier's vLLM pods do not load LoRA adapters yet (docs/inference-gateway.md, "
-                '"LoRA")',
-            )
         if not isinstance(adapters_raw, dict) or len(adapters_raw) > 64:
             raise ConfigError(
                 f"{key}.lora_adapters", adapters_raw, "a JSON object of at most 64 adapter name -> s3:// URI"

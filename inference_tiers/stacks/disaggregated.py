@@ -154,7 +154,7 @@ class DisaggregatedSettings:
         "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
     )
     inference_gateway: InferenceGatewaySettings | None = setting(
-        inference_gateway_setting(("prefill", "decode"), decode_pool="decode", lora=True),
+        inference_gateway_setting(("prefill", "decode"), decode_pool="decode"),
         "opt-in Istio inference gateway in front of vllm-router and KEDA scaling of each pool on its queue "
         "(docs/inference-gateway.md); null: off",
     )

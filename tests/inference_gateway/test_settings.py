@@ -36,14 +36,6 @@ def test_a_json_object_and_its_string_form_parse_alike() -> None:
     assert (settings.max_lora_rank, settings.request_timeout_seconds) == (32, 600)
 
 
-def test_a_tier_without_lora_refuses_adapters_instead_of_ignoring_them() -> None:
-    no_lora = inference_gateway_setting(("prefill", "decode"), decode_pool="decode", lora=False)
-    assert no_lora(KEY, {"pools": POOLS}) is not None
-    with pytest.raises(ConfigError, match="do not load LoRA adapters yet") as raised:
-        no_lora(KEY, {"pools": POOLS, "lora_adapters": {"sql": "s3://adapters-bucket/sql"}})
-    assert raised.value.key == f"{KEY}.lora_adapters"
-
-
 def test_scale_to_zero_is_allowed_where_there_is_no_decode_pool() -> None:
     single = inference_gateway_setting(("model",))
     settings = single(
