@@ -257,13 +257,7 @@ class DisaggregatedWorkloadSpec:
         self._set("extra_env", env)
         if self.lora is not None:
             lora = args.instance("lora", self.lora, LoraServing, "a LoraServing")
-            for index, adapter in enumerate(lora.adapters):
-                if adapter.name == self.model_id:
-                    raise args.error(
-                        f"lora.adapters[{index}].name",
-                        adapter.name,
-                        f"a name other than model_id ({self.model_id}), which vLLM serves as the base model",
-                    )
+            lora.check_base_model(args, self.model_id, "model_id")
         image_reference(args, "lora_init_image", self.lora_init_image)
         if self.enable_kv_store:
             pool = self.kv_store_segment_gib_per_rank * self.tp

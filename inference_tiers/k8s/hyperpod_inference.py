@@ -473,13 +473,7 @@ class InferenceEndpoint:
 
     def _check_lora(self, args: Args) -> None:
         lora = args.instance("lora", self.lora, LoraServing, "a LoraServing")
-        for index, adapter in enumerate(lora.adapters):
-            if adapter.name == self.name:
-                raise args.error(
-                    f"lora.adapters[{index}].name",
-                    adapter.name,
-                    f"a name other than the endpoint's ({self.name}), which vLLM serves as the base model",
-                )
+        lora.check_base_model(args, self.name, "the endpoint's")
         for flag in _LORA_FLAGS:
             if any(arg == flag or arg.startswith(f"{flag}=") for arg in self.worker.extra_args):
                 raise args.error(

@@ -88,6 +88,17 @@ class LoraServing:
         )
         args.one_of("max_lora_rank", self.max_lora_rank, LORA_RANKS)
 
+    def check_base_model(self, args: Args, base_model: str, base: str) -> None:
+        """Refuse (naming ``args``' owner) an adapter named ``base_model``, which vLLM serves as the base model;
+        ``base`` says where that name comes from, for the message."""
+        for index, adapter in enumerate(self.adapters):
+            if adapter.name == base_model:
+                raise args.error(
+                    f"lora.adapters[{index}].name",
+                    adapter.name,
+                    f"a name other than {base} ({base_model}), which vLLM serves as the base model",
+                )
+
     @property
     def buckets(self) -> dict[str, list[str]]:
         """Bucket name to the adapter prefixes in it (in the adapters' order, each once)."""
