@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +39,7 @@ from inference_tiers.stacks.disaggregated import TIER, DisaggregatedSettings
 from tests.disaggregated.helpers import MODEL, make_cluster
 from tests.disaggregated.test_serving_manifests import VLLM_FLAGS, deployment, make_spec
 from tests.harness import cdk_json_context
+from tests.loopback import free_port, vllm_router
 from tests.misuse import assert_refused
 
 SQL = LoraAdapter("sql-lora", "s3://adapters-bucket/tenants/sql-lora")
@@ -358,54 +356,25 @@ class Recorder:
         self.server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def pd_router() -> Iterator[tuple[str, Recorder, list[Recorder]]]:
     """vllm-router as the tier runs it (--vllm-pd-disaggregation --kv-connector mooncake, cache_aware prefill,
     power_of_two decode, which needs two decode workers), with static workers instead of Kubernetes discovery."""
     prefill, bootstrap = Recorder(), Recorder()
     decodes = [Recorder(), Recorder()]
-    port = _free_port()
+    port = free_port()
     args = [
         "--vllm-pd-disaggregation", "--kv-connector", "mooncake",
         "--prefill", f"http://127.0.0.1:{prefill.port}", str(bootstrap.port),
         *(arg for decode in decodes for arg in ("--decode", f"http://127.0.0.1:{decode.port}")),
         "--prefill-policy", "cache_aware", "--decode-policy", "power_of_two",
         "--host", "127.0.0.1", "--port", str(port),
-        "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()),
+        "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port()),
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    executable = Path(sys.executable).with_name("vllm-router")
-    process = subprocess.Popen([executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            log = (
-                process.communicate(timeout=10)[0].decode(errors="replace")
-                if process.poll() is not None
-                else ""
-            )
-            pytest.fail(f"vllm-router exited with {process.poll()} or never became healthy: {log[-2000:]}")
-        yield f"http://127.0.0.1:{port}", prefill, decodes
+        with vllm_router(args, port) as url:
+            yield url, prefill, decodes
     finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
         for recorder in (prefill, bootstrap, *decodes):
             recorder.close()
 

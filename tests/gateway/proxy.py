@@ -13,7 +13,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from inference_tiers.litellm.config import LITELLM_VERSION, proxy_command, proxy_environment
+from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("INFERENCE_TIERS_LITELLM_VENV", ROOT / "tools" / "gateway" / ".venv"))
@@ -73,12 +73,6 @@ def postgres_bin() -> Path:
         if all((folder / tool).exists() for tool in ("initdb", "pg_ctl", "psql")):
             return folder
     return missing("PostgreSQL (Debian package postgresql: initdb, pg_ctl, psql)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def http(

@@ -12,22 +12,16 @@ depends on the policy, not on luck.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.loopback import free_port, vllm_router
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 # An agent's long, shared context (system prompt + tool definitions + history): about 6 000 characters.
@@ -107,18 +101,11 @@ class StubVllm:
         self.server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def running_router(policy: str) -> Iterator[tuple[str, str, list[StubVllm]]]:
     """Three stubs and the pinned router in front of them; everything is stopped on exit."""
     stubs = [StubVllm(f"worker-{i}") for i in range(3)]
-    port, metrics_port = _free_port(), _free_port()
+    port, metrics_port = free_port(), free_port()
     args = [
         *("--host", "127.0.0.1", "--port", str(port)),
         *("--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)),
@@ -128,33 +115,10 @@ def running_router(policy: str) -> Iterator[tuple[str, str, list[StubVllm]]]:
         # Never let load balancing override the cache decision in this sequential test.
         *("--balance-abs-threshold", "1000", "--balance-rel-threshold", "1000"),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    executable = Path(sys.executable).with_name("vllm-router")
-    process = subprocess.Popen([executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            log = (
-                process.communicate(timeout=10)[0].decode(errors="replace")
-                if process.poll() is not None
-                else ""
-            )
-            pytest.fail(f"router exited with {process.poll()} or never became healthy: {log[-2000:]}")
-        yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics", stubs
+        with vllm_router(args, port) as url:
+            yield url, f"http://127.0.0.1:{metrics_port}/metrics", stubs
     finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
         for stub in stubs:
             stub.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -15,13 +14,8 @@ from typing import Any
 
 import yaml
 
+from tests.loopback import free_port
 from tests.observability.tools import binary
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Prometheus:
