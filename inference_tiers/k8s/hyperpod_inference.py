@@ -209,6 +209,12 @@ class CloudWatchTrigger:
     target_value: float
     statistic: str = "Sum"
     period_seconds: int = 60
+    activation_target_value: float | None = None
+    """Scale from 0 to 1 once the metric exceeds this (KEDA's activation; only with ``min_replicas`` 0).
+    None: the CRD's default (0), and the key is not rendered."""
+    collection_seconds: int | None = None
+    """How far back each query looks (``metricCollectionStartTime``), at least ``period_seconds``.
+    None: the CRD's default (300 s), and the key is not rendered."""
 
     def __post_init__(self) -> None:
         args = Args("CloudWatchTrigger")
@@ -219,6 +225,16 @@ class CloudWatchTrigger:
         args.number("target_value", self.target_value, minimum=0, exclusive_minimum=True)
         args.one_of("statistic", self.statistic, ("Sum", "Average", "Minimum", "Maximum", "SampleCount"))
         args.integer("period_seconds", self.period_seconds, minimum=1, maximum=86400)
+        if self.activation_target_value is not None:
+            args.number("activation_target_value", self.activation_target_value, minimum=0)
+        if self.collection_seconds is not None:
+            args.integer("collection_seconds", self.collection_seconds, minimum=1, maximum=86400)
+            if self.collection_seconds < self.period_seconds:
+                raise args.error(
+                    "collection_seconds",
+                    self.collection_seconds,
+                    f"at least period_seconds ({self.period_seconds}): each query must span one whole period",
+                )
 
     @classmethod
     def sagemaker_invocations(cls, endpoint_name: str, target_per_replica: float) -> CloudWatchTrigger:
@@ -243,6 +259,16 @@ class CloudWatchTrigger:
                 "metricCollectionPeriod": self.period_seconds,
                 "targetValue": self.target_value,
                 "minValue": 0,
+                **(
+                    {"activationTargetValue": self.activation_target_value}
+                    if self.activation_target_value is not None
+                    else {}
+                ),
+                **(
+                    {"metricCollectionStartTime": self.collection_seconds}
+                    if self.collection_seconds is not None
+                    else {}
+                ),
             }
         }
 
@@ -296,13 +322,14 @@ class PrometheusTrigger:
 class AutoScaling:
     """Replica autoscaling (``spec.autoScalingSpec``; the operator creates a KEDA ScaledObject).
 
-    ``trigger``: one trigger, or a tuple of Prometheus triggers (``prometheusTriggerList``; HPA follows the one
-    that asks for the most replicas).
+    ``trigger``: one trigger, or a tuple of triggers (its Prometheus ones in ``prometheusTriggerList``, its
+    CloudWatch ones in ``cloudWatchTriggerList``; HPA follows the one that asks for the most replicas, and from
+    zero any trigger above its activation value wakes the endpoint).
     """
 
     min_replicas: int
     max_replicas: int
-    trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
+    trigger: CloudWatchTrigger | PrometheusTrigger | tuple[CloudWatchTrigger | PrometheusTrigger, ...]
     polling_interval_seconds: int = 30
     cooldown_seconds: int = 300
     scale_down_stabilization_seconds: int = 300
@@ -314,13 +341,14 @@ class AutoScaling:
         if self.min_replicas > self.max_replicas:
             raise args.error("min_replicas", self.min_replicas, f"at most max_replicas ({self.max_replicas})")
         if isinstance(self.trigger, tuple):
-            triggers = args.sequence(
-                "trigger",
-                self.trigger,
-                lambda n, v: args.instance(n, v, PrometheusTrigger, "a PrometheusTrigger"),
-                min_items=1,
-                max_items=100,
-            )
+
+            def one(param: str, value: Any) -> CloudWatchTrigger | PrometheusTrigger:
+                if not isinstance(value, CloudWatchTrigger | PrometheusTrigger):
+                    raise args.error(param, value, "a CloudWatchTrigger or a PrometheusTrigger")
+                return value
+
+            # At most 100 in all keeps each of the two lists within the CRD's maxItems (100).
+            triggers = args.sequence("trigger", self.trigger, one, min_items=1, max_items=100)
             names = [t.name for t in triggers]
             for index, name in enumerate(names):
                 if names.index(name) != index:
@@ -329,23 +357,43 @@ class AutoScaling:
             raise args.error(
                 "trigger",
                 self.trigger,
-                "a CloudWatchTrigger, a PrometheusTrigger or a tuple of PrometheusTriggers",
+                "a CloudWatchTrigger, a PrometheusTrigger or a tuple of them",
             )
+        if self.min_replicas > 0:
+            for index, trigger in enumerate(self.triggers):
+                if isinstance(trigger, CloudWatchTrigger) and trigger.activation_target_value is not None:
+                    raise args.error(
+                        f"trigger[{index}].activation_target_value",
+                        trigger.activation_target_value,
+                        f"None when min_replicas is {self.min_replicas}: activation only wakes an endpoint "
+                        "from 0 (the operator ignores it otherwise)",
+                    )
         for name in ("polling_interval_seconds", "cooldown_seconds", "scale_down_stabilization_seconds"):
             args.integer(name, getattr(self, name), minimum=1)
 
+    @property
+    def triggers(self) -> tuple[CloudWatchTrigger | PrometheusTrigger, ...]:
+        return self.trigger if isinstance(self.trigger, tuple) else (self.trigger,)
+
     def render(self) -> dict[str, Any]:
+        if isinstance(self.trigger, tuple):
+            lists = {
+                key: [t.render()[item] for t in self.trigger if isinstance(t, kind)]
+                for key, item, kind in (
+                    ("prometheusTriggerList", "prometheusTrigger", PrometheusTrigger),
+                    ("cloudWatchTriggerList", "cloudWatchTrigger", CloudWatchTrigger),
+                )
+            }
+            triggers = {key: value for key, value in lists.items() if value}
+        else:
+            triggers = self.trigger.render()
         return {
             "minReplicaCount": self.min_replicas,
             "maxReplicaCount": self.max_replicas,
             "pollingInterval": self.polling_interval_seconds,
             "cooldownPeriod": self.cooldown_seconds,
             "scaleDownStabilizationTime": self.scale_down_stabilization_seconds,
-            **(
-                {"prometheusTriggerList": [t.render()["prometheusTrigger"] for t in self.trigger]}
-                if isinstance(self.trigger, tuple)
-                else self.trigger.render()
-            ),
+            **triggers,
         }
 
 

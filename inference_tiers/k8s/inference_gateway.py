@@ -87,6 +87,11 @@ KV_CACHE_METRIC = "vllm:kv_cache_usage_perc"
 EPP_REQUEST_METRIC = "inference_objective_request_total"
 
 DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+# CreateLoadBalancer's Name: at most 32 alphanumerics or '-', not starting or ending with '-'.
+LOAD_BALANCER_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,30}[A-Za-z0-9])?")
+# Read by the AWS Load Balancer Controller only (kubernetes-sigs.github.io/aws-load-balancer-controller, Service
+# annotations); the in-tree cloud provider ignores it.
+LOAD_BALANCER_NAME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-name"
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -479,12 +484,16 @@ class GatewaySpec:
     :param namespace: their namespace (the backend's).
     :param allowed_cidrs: client CIDRs the internal NLB admits (tokens accepted).
     :param request_timeout_seconds: the route's request timeout, 1-3600 (long generations). Default 600.
+    :param load_balancer_name: the NLB's name (the AWS Load Balancer Controller's
+        ``service.beta.kubernetes.io/aws-load-balancer-name``), for a CloudWatch metric of that NLB to name it;
+        1-32 letters, digits and '-', unique per Region and account. Default None: the controller names it.
     """
 
     name: str
     namespace: str
     allowed_cidrs: Sequence[str]
     request_timeout_seconds: int = 600
+    load_balancer_name: str | None = None
 
     def __post_init__(self) -> None:
         args = Args("GatewaySpec")
@@ -493,6 +502,19 @@ class GatewaySpec:
         if not is_token(self.allowed_cidrs):
             args.sequence("allowed_cidrs", self.allowed_cidrs, lambda n, v: args.text(n, v), min_items=1)
         args.integer("request_timeout_seconds", self.request_timeout_seconds, minimum=1, maximum=3600)
+        if self.load_balancer_name is not None:
+            name = args.text(
+                "load_balancer_name",
+                self.load_balancer_name,
+                pattern=LOAD_BALANCER_NAME.pattern,
+                description="1-32 letters, digits and '-', not starting or ending with '-' "
+                "(an Elastic Load Balancing name)",
+                allow_token=False,
+            )
+            if name.startswith("internal-"):
+                raise args.error(
+                    "load_balancer_name", name, "a name not starting with 'internal-' (ELB's rule)"
+                )
 
 
 def render_gateway(spec: GatewaySpec) -> Manifest:
@@ -512,6 +534,11 @@ def render_gateway(spec: GatewaySpec) -> Manifest:
                     "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
                     "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
                     "service.beta.kubernetes.io/load-balancer-source-ranges": cidrs,
+                    **(
+                        {LOAD_BALANCER_NAME_ANNOTATION: spec.load_balancer_name}
+                        if spec.load_balancer_name
+                        else {}
+                    ),
                 }
             },
             "listeners": [

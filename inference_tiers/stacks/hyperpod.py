@@ -48,7 +48,12 @@ from inference_tiers.constructs.eks.cluster import (
     EksCluster,
     as_cluster_ref,
 )
-from inference_tiers.constructs.eks.hyperpod_gateway import add_hyperpod_gateway, queue_triggers
+from inference_tiers.constructs.eks.hyperpod_gateway import (
+    SCALE_TO_ZERO_COOLDOWN_SECONDS,
+    add_hyperpod_gateway,
+    queue_triggers,
+)
+from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
 from inference_tiers.constructs.hyperpod.cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
@@ -241,7 +246,8 @@ class HyperPodSettings:
                 "hyperpod.scaling_metric",
                 self.scaling_metric,
                 f"prometheus when {key} is set: the gateway's scaling is Prometheus triggers on AMP, beside "
-                "the in-flight trigger (scaling_target); the operator takes no CloudWatch trigger with them",
+                "the in-flight trigger (scaling_target); cloudwatch scales on the registered SageMaker "
+                "endpoint's invocations, which requests through the gateway never make",
             )
         if not DNS_LABEL.fullmatch(self.model_name):
             raise ConfigError(
@@ -251,19 +257,6 @@ class HyperPodSettings:
                 "Endpoint Picker are named after it)",
             )
         pool = gateway.pools["model"]
-        # Either key at 0 is the same refusal (they must be equal below): name the one that is 0.
-        for zero_key, minimum in (
-            (f"{key}.pools.model.min_replicas", pool.min_replicas),
-            ("hyperpod.min_replicas", self.min_replicas),
-        ):
-            if minimum == 0:
-                raise ConfigError(
-                    zero_key,
-                    0,
-                    f"at least 1 when {key} is set: waking the model from zero needs the Endpoint Picker's "
-                    "request counter in AMP, and nothing scrapes the Endpoint Picker there (the observability "
-                    "add-on scrapes the model pods, which do not exist at zero)",
-                )
         for adapter in gateway.lora_adapters:
             if adapter.name == self.model_name:
                 raise ConfigError(
@@ -411,18 +404,20 @@ class HyperPodStack(Stack):
             prometheus_workspace_arn=self.observability.workspace_arn if self.observability else None,
             access_logs_bucket=self.access_logs,
         )
+        endpoint = self._endpoint()
+        self.inference_gateway: InferenceGateway | None = None
+        if settings.inference_gateway is not None:
+            # Before the model: at zero, the endpoint's wake trigger reads the gateway's NLB.
+            self.inference_gateway, endpoint = add_hyperpod_gateway(
+                self, cluster, self.operator, endpoint, settings.inference_gateway
+            )
         self.model = HyperPodModelEndpoint(
             self,
             "Model",
             cluster=cluster,
             hyperpod_cluster=self.hyperpod,
             operator=self.operator,
-            endpoint=self._endpoint(),
-        )
-        self.inference_gateway = (
-            add_hyperpod_gateway(self, cluster, self.model, settings.inference_gateway)
-            if settings.inference_gateway is not None
-            else None
+            endpoint=endpoint,
         )
         self._outputs()
 
@@ -513,7 +508,17 @@ class HyperPodStack(Stack):
             endpoint_name=settings.endpoint_name,
             replicas=max(1, settings.min_replicas),
             request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
-            autoscaling=AutoScaling(settings.min_replicas, settings.max_replicas, trigger),
+            autoscaling=AutoScaling(
+                settings.min_replicas,
+                settings.max_replicas,
+                trigger,
+                # At zero the gateway wakes the model on new connections: idle ones must be gone by then.
+                **(
+                    {"cooldown_seconds": SCALE_TO_ZERO_COOLDOWN_SECONDS}
+                    if settings.inference_gateway is not None and settings.min_replicas == 0
+                    else {}
+                ),
+            ),
             threads_per_core=settings.threads_per_core,
             lora=self._lora(),
         )

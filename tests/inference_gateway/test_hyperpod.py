@@ -5,7 +5,7 @@ container's own port) in the endpoint's namespace, every gateway object and the 
 validate against the vendored CRDs, the queue-driven scaling is the operator's ``autoScalingSpec`` (Prometheus
 triggers from the shared query builder, parsed, naming only pinned vLLM metrics) with no KEDA of the gateway's
 own, and zero cdk-nag findings and cfn-lint errors with the gateway on. The settings' cross-key rules are
-checked without a synth.
+checked without a synth. Scale to zero has its own synth (test_hyperpod_zero.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from inference_tiers.constructs.eks.hyperpod_gateway import (
     hyperpod_model_pool,
     queue_triggers,
 )
+from inference_tiers.constructs.hyperpod.inference_operator import INFERENCE_ADDON
 from inference_tiers.k8s.hyperpod_inference import (
     InferenceEndpoint,
     LoraServing,
@@ -35,6 +36,7 @@ from inference_tiers.k8s.hyperpod_inference import (
 from inference_tiers.k8s.inference_gateway import (
     EPP_IMAGE,
     KV_CACHE_METRIC,
+    LOAD_BALANCER_NAME_ANNOTATION,
     QUEUE_METRIC,
     LoraAdapter,
     PoolScaling,
@@ -155,10 +157,16 @@ def test_adapters_other_than_the_endpoints_are_refused(build: TierBuild) -> None
     (stack,) = build.stacks
     settings = InferenceGatewaySettings(pools={"model": PoolScaling(1, 2)})
     assert_refused(
-        lambda: add_hyperpod_gateway(stack, stack.eks.cluster, stack.model, settings),  # type: ignore[attr-defined]
+        lambda: add_hyperpod_gateway(
+            stack,
+            stack.eks.cluster,  # type: ignore[attr-defined]
+            stack.operator,  # type: ignore[attr-defined]
+            stack.model.endpoint,  # type: ignore[attr-defined]
+            settings,
+        ),
         "add_hyperpod_gateway",
         "settings.lora_adapters",
-        r"the adapters the endpoint's pods serve \(model.endpoint.lora: \['sql-lora'\]\)",
+        r"the adapters the endpoint's pods serve \(endpoint.lora: \['sql-lora'\]\)",
     )
 
 
@@ -212,11 +220,27 @@ def test_the_operators_keda_may_query_the_workspace(template: dict[str, Any]) ->
     assert queries and all(s["Resource"] == {"Fn::GetAtt": [workspace, "Arn"]} for s in queries)
 
 
-def test_the_gateway_waits_for_the_model_endpoint(template: dict[str, Any]) -> None:
+def test_the_gateway_waits_for_the_operator_and_not_for_the_model(template: dict[str, Any]) -> None:
     (objects_id,) = [k for k in template["Resources"] if k.startswith("InferenceGatewayObjects")]
     (model_id,) = [k for k in template["Resources"] if k.startswith("ModelManifest")]
-    assert model_id in depends_on(template, objects_id)
+    (addon_id,) = [
+        k
+        for k, r in _of_type(template, "AWS::EKS::Addon").items()
+        if r["Properties"]["AddonName"] == INFERENCE_ADDON
+    ]
+    assert addon_id in depends_on(template, model_id)
+    assert addon_id in depends_on(template, objects_id)
+    # At one replica or more neither waits for the other (at zero the model reads the gateway's NLB).
+    assert model_id not in depends_on(template, objects_id)
+    assert not [k for k in depends_on(template, model_id) if k.startswith("InferenceGateway")]
     assert template["Outputs"]["InferenceGatewayEndpoint"]["Value"]
+
+
+def test_at_one_replica_the_nlb_is_unnamed_and_nothing_reads_cloudwatch(template: dict[str, Any]) -> None:
+    (gateway,) = [m for m in _gateway_objects(template) if m["kind"] == "Gateway"]
+    assert LOAD_BALANCER_NAME_ANNOTATION not in gateway["spec"]["infrastructure"]["annotations"]
+    scaling = _endpoint_config(template)["spec"]["autoScalingSpec"]
+    assert "cloudWatchTriggerList" not in scaling and scaling["cooldownPeriod"] == 300
 
 
 def test_account_requirements_name_the_endpoint_picker_image(build: TierBuild) -> None:
@@ -265,17 +289,9 @@ def test_the_setting_parses_with_its_pool() -> None:
             "at most 40 characters starting with a letter",
         ),
         (
-            {
-                "hyperpod.min_replicas": 0,
-                "hyperpod.inference_gateway": {"pools": {"model": {"min_replicas": 0, "max_replicas": 2}}},
-            },
-            "hyperpod.inference_gateway.pools.model.min_replicas",
-            "nothing scrapes the Endpoint Picker there",
-        ),
-        (
             {"hyperpod.min_replicas": 0},
-            "hyperpod.min_replicas",
-            "at least 1 when hyperpod.inference_gateway is set",
+            "hyperpod.inference_gateway.pools.model.min_replicas",
+            "0, equal to hyperpod.min_replicas",
         ),
         (
             {"hyperpod.max_replicas": 4},
@@ -329,16 +345,16 @@ def test_add_hyperpod_gateway_names_a_wrong_argument(junk: Any, tmp_path: Any) -
     stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Misuse")
     settings = InferenceGatewaySettings(pools={"model": PoolScaling(1, 2)})
     assert_refused(
-        lambda: add_hyperpod_gateway(stack, junk, junk, junk),
+        lambda: add_hyperpod_gateway(stack, junk, junk, junk, junk),
         "add_hyperpod_gateway",
         "settings",
         "an InferenceGatewaySettings",
     )
     assert_refused(
-        lambda: add_hyperpod_gateway(stack, junk, junk, settings),
+        lambda: add_hyperpod_gateway(stack, junk, junk, junk, settings),
         "add_hyperpod_gateway",
-        "model",
-        "a HyperPodModelEndpoint",
+        "operator",
+        "a HyperPodInferenceOperator",
     )
 
 

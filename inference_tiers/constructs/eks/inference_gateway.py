@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Duration, Fn, Stack
 from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -68,6 +68,16 @@ class ServiceBackend:
     port: int
 
 
+def nlb_full_name(name: str, dns_name: str) -> str:
+    """``net/<name>/<id>`` of the NLB named ``name`` whose DNS name is ``dns_name`` (a token), at deploy time.
+
+    An NLB's DNS name is ``<name>-<id>.elb.<region>.amazonaws.com`` and its ARN ends in ``net/<name>/<id>``
+    (the CloudWatch dimension): the id is what follows ``<name>-`` in the first DNS label.
+    """
+    first_label = Fn.select(0, Fn.split(".", dns_name))
+    return Fn.join("/", ["net", name, Fn.select(1, Fn.split(f"{name}-", first_label))])
+
+
 class InferenceGateway(Construct):
     """An internal, inference-aware gateway for vLLM pools on an EKS cluster.
 
@@ -87,6 +97,9 @@ class InferenceGateway(Construct):
     :param allowed_cidrs: client CIDRs the internal NLB admits (tokens accepted). Default: the VPC's CIDR.
     :param name: Gateway and HTTPRoute name. Default ``inference-gateway``.
     :param request_timeout_seconds: the route's request timeout, 1-3600. Default 600.
+    :param load_balancer_name: name the NLB (1-32 characters, unique per Region and account), so that its
+        CloudWatch metrics can be named at synth: :attr:`load_balancer_full_name`. Default None: the AWS Load
+        Balancer Controller names it.
     """
 
     def __init__(
@@ -105,6 +118,7 @@ class InferenceGateway(Construct):
         allowed_cidrs: Sequence[str] | None = None,
         name: str = "inference-gateway",
         request_timeout_seconds: int = 600,
+        load_balancer_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("InferenceGateway")
@@ -146,6 +160,7 @@ class InferenceGateway(Construct):
             namespace=namespace,
             allowed_cidrs=[cluster.vpc.vpc_cidr_block] if allowed_cidrs is None else list(allowed_cidrs),
             request_timeout_seconds=request_timeout_seconds,
+            load_balancer_name=load_balancer_name,
         )
         self.cluster = cluster
 
@@ -208,8 +223,14 @@ class InferenceGateway(Construct):
             timeout=Duration.minutes(15),
         )
         load_balancer.node.add_dependency(self.manifest)
+        self.load_balancer = load_balancer
         self.endpoint = f"http://{load_balancer.value}:{GATEWAY_PORT}"
         """OpenAI-compatible base URL of the gateway's internal NLB (a deploy-time token)."""
+        self.load_balancer_full_name = (
+            nlb_full_name(load_balancer_name, load_balancer.value) if load_balancer_name else None
+        )
+        """``net/<name>/<id>``, the NLB's ``LoadBalancer`` dimension in ``AWS/NetworkELB`` (a deploy-time token;
+        with ``load_balancer_name`` only, else None)."""
 
     def _istio_chart(self, construct_id: str, chart: str, values: dict[str, object]) -> eks.HelmChart:
         return eks.HelmChart(
