@@ -11,6 +11,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from inference_tiers.app_factory import build_app, parse_app_config
 
@@ -87,3 +88,14 @@ def cfn_lint_errors(template: dict[str, Any]) -> list[str]:
         for m in matches
         if m.rule.id.startswith("E")
     ]
+
+
+def nag_findings(scope: IConstruct, pack: Any) -> list[str]:
+    """``pack``'s unacknowledged findings on ``scope`` (cdk-nag's AwsSolutionsChecks or the project's
+    InferenceChecks), one ``rule: [construct paths]`` line each; empty when the scope is clean."""
+    report = pack.validate_scope(scope)
+    findings = [
+        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
+    ]
+    assert report.success == (findings == []), "cdk-nag reported failure without a violation"
+    return findings

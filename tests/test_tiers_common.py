@@ -15,28 +15,20 @@ from inference_tiers.app_factory import TIERS
 from inference_tiers.constructs.common.nag import add_nag_checks
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.ops.smoke import STACK_NAMES as SMOKE_DEFAULT_STACKS
-from tests.harness import TierBuild, cfn_lint_errors, mask_asset_hashes
+from tests.harness import TierBuild, cfn_lint_errors, mask_asset_hashes, nag_findings
 
 ALL_TIERS = sorted(TIERS)
 
 
 @pytest.mark.parametrize("tier", ALL_TIERS)
 def test_no_unacknowledged_nag_findings(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
-    report = AwsSolutionsChecks().validate_scope(tier_build(tier).app)
-    findings = [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
-    assert report.success, "\n".join(findings)
+    assert nag_findings(tier_build(tier).app, AwsSolutionsChecks()) == []
 
 
 @pytest.mark.parametrize("tier", ALL_TIERS)
 def test_no_unacknowledged_inference_findings(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
     """The library's own pack (docs/nag-rules.md), which add_nag_checks runs beside AwsSolutionsChecks."""
-    report = InferenceChecks().validate_scope(tier_build(tier).app)
-    findings = [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
-    assert report.success, "\n".join(findings)
+    assert nag_findings(tier_build(tier).app, InferenceChecks()) == []
 
 
 def test_add_nag_checks_registers_both_packs(tmp_path: Path) -> None:

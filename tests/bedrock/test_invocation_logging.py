@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.constructs import ModelInvocationLogging
+from tests.harness import nag_findings
 
 
 @pytest.fixture(scope="module")
@@ -263,10 +264,7 @@ def test_no_fake_cloudformation_type_is_used(built: Any) -> None:
 
 def test_nag_passes_on_the_construct_alone(built: Any) -> None:
     stack, _, _ = built
-    report = AwsSolutionsChecks().validate_scope(stack)
-    assert report.success, [
-        (v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations
-    ]
+    assert nag_findings(stack, AwsSolutionsChecks()) == []
 
 
 def test_only_one_per_account_and_region() -> None:

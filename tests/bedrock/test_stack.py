@@ -13,7 +13,7 @@ from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import AccountRequirements, ConfigError
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.bedrock import BedrockSettings
-from tests.harness import PROJECT_ROOT, TierBuild, build_tier, cdk_json_context, cfn_lint_errors
+from tests.harness import PROJECT_ROOT, TierBuild, build_tier, cdk_json_context, cfn_lint_errors, nag_findings
 
 OUTPUTS = {
     "GuardrailId",
@@ -39,10 +39,7 @@ def _role_trust(template: Template) -> list[dict[str, Any]]:
 def _nag_and_lint(build: TierBuild) -> None:
     # Both packs add_nag_checks runs (the logging variant needs no BR5 acknowledgment: it turns logging on).
     for pack in (AwsSolutionsChecks(), InferenceChecks()):
-        report = pack.validate_scope(build.app)
-        assert report.success, [
-            (v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations
-        ]
+        assert nag_findings(build.app, pack) == []
     for name, template in build.templates().items():
         assert cfn_lint_errors(template) == [], name
 

@@ -38,7 +38,7 @@ from inference_tiers.k8s.inference_gateway_lora import LoraServing
 from inference_tiers.stacks.disaggregated import TIER, DisaggregatedSettings
 from tests.disaggregated.helpers import MODEL, make_cluster
 from tests.disaggregated.test_serving_manifests import VLLM_FLAGS, deployment, make_spec
-from tests.harness import cdk_json_context
+from tests.harness import cdk_json_context, nag_findings
 from tests.loopback import free_port, vllm_router
 from tests.misuse import assert_refused
 
@@ -224,10 +224,7 @@ def test_the_pods_wait_for_their_association(served: tuple[cdk.Stack, Disaggrega
 
 
 def test_no_unacknowledged_findings(served: tuple[cdk.Stack, DisaggregatedServing, kms.Key]) -> None:
-    report = AwsSolutionsChecks().validate_scope(served[1])
-    assert report.success, [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
+    assert nag_findings(served[1], AwsSolutionsChecks()) == []
 
 
 # ---- misuse and the tier setting --------------------------------------------------------------------------

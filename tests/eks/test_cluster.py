@@ -16,7 +16,7 @@ from inference_tiers.constructs.eks.cluster import (
     EksCluster,
 )
 from inference_tiers.validation import ArgumentError
-from tests.harness import cdk_json_context
+from tests.harness import cdk_json_context, nag_findings
 
 ADMIN = "arn:aws:iam::123456789012:role/PlatformAdmin"
 
@@ -181,8 +181,7 @@ def test_created_vpc_has_flow_logs_and_private_subnets(
 
 def test_default_cluster_passes_cdk_nag(default_build: tuple[cdk.App, EksCluster, Template]) -> None:
     app, _, _ = default_build
-    report = AwsSolutionsChecks().validate_scope(app)
-    assert report.success, [v.rule_name for v in report.violations]
+    assert nag_findings(app, AwsSolutionsChecks()) == []
 
 
 def test_existing_vpc_and_public_endpoint_cidrs() -> None:

@@ -11,7 +11,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from inference_tiers.litellm.config import LITELLM_IMAGE, LITELLM_VERSION
 from inference_tiers.nag import InferenceChecks
-from tests.harness import TierBuild, build_tier
+from tests.harness import TierBuild, build_tier, nag_findings
 
 STACK = "InferenceTiers-Gateway"
 
@@ -271,8 +271,7 @@ def test_plain_http_only_when_asked_and_then_loudly() -> None:
     assert ports == {80: "HTTP", 8080: "HTTP"}
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("PLAIN HTTP"))
     # The tier acknowledges the inference pack's HTTPS rule (GW2) for this test-only opt-in, and nothing else.
-    report = InferenceChecks().validate_scope(build.app)
-    assert report.success, [v.rule_name for v in report.violations]
+    assert nag_findings(build.app, InferenceChecks()) == []
 
 
 def test_context_settings_replace_the_stack_parameters() -> None:

@@ -31,7 +31,7 @@ from inference_tiers.k8s.hyperpod_inference import (
 )
 from inference_tiers.k8s.inference_gateway import LoraAdapter
 from inference_tiers.k8s.inference_gateway_lora import LAUNCHER_ADAPTER_DIR
-from tests.harness import DATA_DIR
+from tests.harness import DATA_DIR, nag_findings
 from tests.hyperpod.support import (
     depends_on,
     logical_ids,
@@ -260,8 +260,4 @@ def test_the_endpoint_waits_for_its_service_account_and_role(lora_stack: LoraSta
 
 
 def test_the_lora_role_has_no_unacknowledged_findings(lora_stack: LoraStack) -> None:
-    report = AwsSolutionsChecks().validate_scope(lora_stack.model)
-    findings = [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
-    assert report.success, findings
+    assert nag_findings(lora_stack.model, AwsSolutionsChecks()) == []

@@ -12,7 +12,7 @@ import pytest
 from inference_tiers.config import ConfigError
 from inference_tiers.constructs.hyperpod.cluster import LIFECYCLE_SCRIPTS
 from inference_tiers.stacks.hyperpod import HyperPodSettings
-from tests.harness import TierBuild, build_tier, make_app
+from tests.harness import TierBuild, build_tier, make_app, nag_findings
 from tests.hyperpod.support import (
     depends_on,
     logical_ids,
@@ -591,8 +591,7 @@ def test_grafana_imported_bucket_variant_is_clean() -> None:
             "hyperpod.endpoint_name": "",
         },
     )
-    report = AwsSolutionsChecks().validate_scope(build.app)
-    assert report.success, [v.rule_name for v in report.violations]
+    assert nag_findings(build.app, AwsSolutionsChecks()) == []
     template = build.template().to_json()
     assert cfn_lint_errors(dict(template)) == []
     workspace = only(logical_ids(template, "AWS::Grafana::Workspace"))

@@ -38,7 +38,7 @@ from inference_tiers.k8s.inference_gateway import (
 )
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.nag import InferenceChecks
-from tests.harness import TierBuild, build_tier, cfn_lint_errors
+from tests.harness import TierBuild, build_tier, cfn_lint_errors, nag_findings
 from tests.hyperpod.support import depends_on, validate_inference_endpoint_config
 from tests.misuse import JUNK, JUNK_IDS, assert_refused
 
@@ -169,10 +169,7 @@ def test_the_operators_keda_may_read_cloudwatch(template: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("pack", [AwsSolutionsChecks, InferenceChecks], ids=lambda p: p.__name__)
 def test_no_unacknowledged_nag_findings_at_zero(build: TierBuild, pack: Any) -> None:
-    report = pack().validate_scope(build.app)
-    assert report.success, [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
+    assert nag_findings(build.app, pack()) == []
 
 
 def test_cfn_lint_reports_no_errors_at_zero(template: dict[str, Any]) -> None:

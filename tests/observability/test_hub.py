@@ -22,7 +22,7 @@ from inference_tiers.observability import collectors
 from inference_tiers.observability.scraper_rbac import SCRAPER_USER, scraper_rbac
 from inference_tiers.stacks.observability import ObservabilityStack
 from inference_tiers.validation import ArgumentError
-from tests.harness import cdk_json_context, cfn_lint_errors, parse_app_config
+from tests.harness import cdk_json_context, cfn_lint_errors, nag_findings, parse_app_config
 
 CLUSTER = "arn:aws:eks:us-east-1:111122223333:cluster/inference"
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
@@ -134,11 +134,7 @@ def test_email_is_subscribed(template: dict[str, Any]) -> None:
 def test_no_unacknowledged_nag_findings_and_no_cfn_lint_errors(
     app_and_hub: tuple[cdk.App, cdk.Stack, ObservabilityHub], template: dict[str, Any]
 ) -> None:
-    report = AwsSolutionsChecks().validate_scope(app_and_hub[0])
-    findings = [
-        f"{v.rule_name}: {[r.construct_path for r in v.violating_resources]}" for v in report.violations
-    ]
-    assert report.success, findings
+    assert nag_findings(app_and_hub[0], AwsSolutionsChecks()) == []
     assert cfn_lint_errors(template) == []
 
 
