@@ -99,3 +99,14 @@ def nag_findings(scope: IConstruct, pack: Any) -> list[str]:
     ]
     assert report.success == (findings == []), "cdk-nag reported failure without a violation"
     return findings
+
+
+def checkov_report(build: TierBuild) -> tuple[bool, str]:
+    """The pinned checkov (tools/checkov, what `make checkov` runs on the default tiers) on every template of
+    ``build``: (no failed check, parsing error or skip without a reason; the report lines)."""
+    from tools.checkov import scan
+
+    files = scan.templates(Path(build.app.synth().directory))
+    assert files, "the build synthesized no template"
+    lines, problems = scan.summarize(scan.run_checkov(files))
+    return problems == 0, "\n".join(lines)

@@ -17,7 +17,14 @@ from inference_tiers.config import parse_settings
 from inference_tiers.k8s.disaggregated import LORA_INIT_IMAGE
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.disaggregated import TIER
-from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors, nag_findings
+from tests.harness import (
+    TierBuild,
+    build_tier,
+    cdk_json_context,
+    cfn_lint_errors,
+    checkov_report,
+    nag_findings,
+)
 from tests.hyperpod.support import resolve_join
 
 STACK = "InferenceTiers-Disaggregated"
@@ -89,3 +96,8 @@ def test_no_unacknowledged_nag_findings_with_lora_on(build: TierBuild, pack: Any
 
 def test_cfn_lint_reports_no_errors_with_lora_on(template: dict[str, Any]) -> None:
     assert cfn_lint_errors(template) == []
+
+
+def test_checkov_finds_no_failed_check_with_lora_on(build: TierBuild) -> None:
+    clean, report = checkov_report(build)
+    assert clean, report

@@ -44,7 +44,14 @@ from inference_tiers.k8s.inference_gateway import (
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.hyperpod import HyperPodSettings
-from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors, nag_findings
+from tests.harness import (
+    TierBuild,
+    build_tier,
+    cdk_json_context,
+    cfn_lint_errors,
+    checkov_report,
+    nag_findings,
+)
 from tests.hyperpod.support import (
     depends_on,
     manifest_documents,
@@ -256,6 +263,11 @@ def test_no_unacknowledged_nag_findings_with_the_gateway_on(build: TierBuild, pa
 
 def test_cfn_lint_reports_no_errors_with_the_gateway_on(template: dict[str, Any]) -> None:
     assert cfn_lint_errors(template) == []
+
+
+def test_checkov_finds_no_failed_check_with_the_gateway_on(build: TierBuild) -> None:
+    clean, report = checkov_report(build)
+    assert clean, report
 
 
 def test_the_setting_parses_with_its_pool() -> None:

@@ -38,7 +38,7 @@ from inference_tiers.k8s.inference_gateway import (
 )
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
 from inference_tiers.nag import InferenceChecks
-from tests.harness import TierBuild, build_tier, cfn_lint_errors, nag_findings
+from tests.harness import TierBuild, build_tier, cfn_lint_errors, checkov_report, nag_findings
 from tests.hyperpod.support import depends_on, validate_inference_endpoint_config
 from tests.misuse import JUNK, JUNK_IDS, assert_refused
 
@@ -174,6 +174,11 @@ def test_no_unacknowledged_nag_findings_at_zero(build: TierBuild, pack: Any) -> 
 
 def test_cfn_lint_reports_no_errors_at_zero(template: dict[str, Any]) -> None:
     assert cfn_lint_errors(template) == []
+
+
+def test_checkov_finds_no_failed_check_at_zero(build: TierBuild) -> None:
+    clean, report = checkov_report(build)
+    assert clean, report
 
 
 def test_a_cooldown_within_the_nlb_idle_timeout_is_refused(build: TierBuild) -> None:
