@@ -143,7 +143,13 @@ def test_keda_role_reads_metrics_only_and_trusts_this_cluster(template: dict[str
     (role,) = roles.values()
     (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-    assert set(statement["Condition"]) == {"StringEquals", "ArnEquals"}
+    # The project's Pod Identity trust (constructs/common/trust.py): this account, and this cluster's exact ARN
+    # (ArnLike without a wildcard matches that ARN only).
+    assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
+    assert set(statement["Condition"]["StringEquals"]) == {"aws:SourceAccount"}
+    source_arn = statement["Condition"]["ArnLike"]["aws:SourceArn"]
+    assert "*" not in json.dumps(source_arn)
+    assert source_arn["Fn::GetAtt"][1] == "Arn" and source_arn["Fn::GetAtt"][0].startswith("EksCluster")
     policies = [
         r
         for k, r in _of_type(template, "AWS::IAM::Policy").items()

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration, Fn, Stack
-from aws_cdk import aws_eks as eks_l1
+from aws_cdk import Duration, Fn, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge, acknowledge_chart_asset_read
+from inference_tiers.constructs.sandbox.identity import PodIdentityRole
 from inference_tiers.k8s.inference_gateway import (
     CRD_CHART_DIR,
     GATEWAY_CLASS,
@@ -248,22 +248,15 @@ class InferenceGateway(Construct):
 
     def _keda(self, metrics: MetricsSource) -> eks.HelmChart:
         stack = Stack.of(self)
-        cluster_arn = stack.format_arn(
-            service="eks", resource="cluster", resource_name=self.cluster.cluster_name
-        )
-        self.keda_role = iam.Role(
+        identity = PodIdentityRole(
             self,
             "KedaRole",
+            cluster=self.cluster,
+            namespace=KEDA_NAMESPACE,
+            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
             description="KEDA operator: reads the vLLM queue and KV-cache metrics it scales on (EKS Pod Identity)",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com")
-            .with_session_tags()
-            .with_conditions(
-                {
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnEquals": {"aws:SourceArn": cluster_arn},
-                }
-            ),
         )
+        self.keda_role = identity.role
         if isinstance(metrics, CloudWatchMetrics):
             self.keda_role.add_to_policy(
                 iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
@@ -284,14 +277,6 @@ class InferenceGateway(Construct):
                     ],
                 )
             )
-        association = eks_l1.CfnPodIdentityAssociation(
-            self,
-            "KedaPodIdentity",
-            cluster_name=self.cluster.cluster_name,
-            namespace=KEDA_NAMESPACE,
-            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
-            role_arn=self.keda_role.role_arn,
-        )
         chart = eks.HelmChart(
             self,
             "Keda",
@@ -302,9 +287,9 @@ class InferenceGateway(Construct):
             release="keda",
             namespace=KEDA_NAMESPACE,
             create_namespace=True,
-            # EKS Pod Identity, not IRSA: the association below gives the operator its credentials.
+            # EKS Pod Identity, not IRSA: the association gives the operator its credentials.
             values=KEDA_VALUES,
         )
         # The operator's first credentials come from the association: create it before the pods start.
-        chart.node.add_dependency(association)
+        chart.node.add_dependency(identity.association)
         return chart
