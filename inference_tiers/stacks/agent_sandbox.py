@@ -46,10 +46,10 @@ from inference_tiers.constructs.eks.cluster import (
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    PRINCIPAL_ARN_PATTERN,
-    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
+    admin_principal_arn_setting,
     as_cluster_ref,
+    public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
@@ -120,14 +120,8 @@ class AgentSandboxSettings:
     core_node_count: int = setting(
         integer(2, 10), "nodes in the core node group (two or more: the controllers run two replicas)"
     )
-    admin_principal_arn: str | None = setting(
-        optional(text(PRINCIPAL_ARN_PATTERN, description="an IAM role or user ARN")),
-        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
-    )
-    public_endpoint_cidrs: tuple[str, ...] = setting(
-        PUBLIC_ENDPOINT_CIDRS,
-        "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
-    )
+    admin_principal_arn: str | None = admin_principal_arn_setting()
+    public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
 
     node_mode: NodeMode = setting(
         choice(*NODE_MODES),

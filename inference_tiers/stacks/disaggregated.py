@@ -51,10 +51,10 @@ from inference_tiers.constructs.eks.cluster import (
     EKS_NAT_GATEWAYS,
     EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    PRINCIPAL_ARN_PATTERN,
-    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
+    admin_principal_arn_setting,
     as_cluster_ref,
+    public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
 from inference_tiers.constructs.eks.device_plugins import GpuDevicePlugins
@@ -140,19 +140,8 @@ class DisaggregatedSettings:
     ttft_alarm_seconds: float = setting(
         number(0.05, 600), "alarm when the mean decode time to first token exceeds this"
     )
-    admin_principal_arn: str | None = setting(
-        optional(
-            text(
-                PRINCIPAL_ARN_PATTERN,
-                description="an IAM role or user ARN",
-            )
-        ),
-        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
-    )
-    public_endpoint_cidrs: tuple[str, ...] = setting(
-        PUBLIC_ENDPOINT_CIDRS,
-        "CIDRs allowed to reach a public EKS API endpoint; empty: private endpoint only",
-    )
+    admin_principal_arn: str | None = admin_principal_arn_setting()
+    public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
     inference_gateway: InferenceGatewaySettings | None = setting(
         inference_gateway_setting(("prefill", "decode"), decode_pool="decode"),
         "opt-in Istio inference gateway in front of vllm-router and KEDA scaling of each pool on its queue "

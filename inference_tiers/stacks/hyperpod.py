@@ -43,10 +43,10 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
-    PRINCIPAL_ARN_PATTERN,
-    PUBLIC_ENDPOINT_CIDRS,
     EksCluster,
+    admin_principal_arn_setting,
     as_cluster_ref,
+    public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.hyperpod_gateway import (
     SCALE_TO_ZERO_COOLDOWN_SECONDS,
@@ -130,14 +130,8 @@ class HyperPodSettings:
         "HyperPod dependency Helm chart packaged by fetch-dependency-chart.sh; null: not packaged yet "
         "(synth works, deploy is blocked)",
     )
-    admin_principal_arn: str | None = setting(
-        optional(text(PRINCIPAL_ARN_PATTERN, description="an IAM role or user ARN")),
-        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
-    )
-    public_endpoint_cidrs: tuple[str, ...] = setting(
-        PUBLIC_ENDPOINT_CIDRS,
-        "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private only",
-    )
+    admin_principal_arn: str | None = admin_principal_arn_setting()
+    public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
     model_name: str = setting(
         text(_K8S_NAME, description="a Kubernetes name (lowercase letters, digits, '-')", max_length=50),
         "name of the InferenceEndpointConfig, the SageMaker model and vLLM's served model",

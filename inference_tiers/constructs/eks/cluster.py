@@ -26,7 +26,7 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from aws_cdk import Annotations, Aws, CfnElement, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -37,7 +37,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct, IConstruct
 
-from inference_tiers.config import Parser, ipv4_cidr, items
+from inference_tiers.config import Parser, ipv4_cidr, items, optional, setting, text
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.network import create_private_vpc
@@ -65,6 +65,23 @@ PUBLIC_ENDPOINT_CIDRS: Parser = items(
     ipv4_cidr(MIN_PUBLIC_ENDPOINT_PREFIX, 32, description=PUBLIC_CIDR_DESCRIPTION), max_items=40
 )
 """The ``<tier>.public_endpoint_cidrs`` context key of every EKS tier: the rule EksCluster applies, at parse time."""
+
+
+def admin_principal_arn_setting() -> Any:
+    """The ``<tier>.admin_principal_arn`` setting of every EKS tier's settings class (a dataclass field)."""
+    return setting(
+        optional(text(PRINCIPAL_ARN_PATTERN, description="an IAM role or user ARN")),
+        "IAM role/user ARN given cluster-admin access to the EKS cluster; null: none",
+    )
+
+
+def public_endpoint_cidrs_setting() -> Any:
+    """The ``<tier>.public_endpoint_cidrs`` setting of every EKS tier's settings class (a dataclass field)."""
+    return setting(
+        PUBLIC_ENDPOINT_CIDRS,
+        "CIDRs allowed to reach a public EKS API endpoint (kubectl from outside the VPC); empty: private "
+        "endpoint only",
+    )
 
 
 @dataclass(frozen=True)
