@@ -110,3 +110,27 @@ def checkov_report(build: TierBuild) -> tuple[bool, str]:
     assert files, "the build synthesized no template"
     lines, problems = scan.summarize(scan.run_checkov(files))
     return problems == 0, "\n".join(lines)
+
+
+CLEAN_GATES: dict[str, list[str]] = {
+    "AwsSolutionsChecks": [],
+    "InferenceChecks": [],
+    "cfn-lint": [],
+    "checkov": [],
+}
+
+
+def gate_findings(build: TierBuild) -> dict[str, list[str]]:
+    """What a deployable configuration must pass, by gate (``CLEAN_GATES`` when it does): both cdk-nag packs
+    (what ``cdk synth`` runs), cfn-lint on every template, and checkov (what ``make checkov`` runs)."""
+    from cdk_nag import AwsSolutionsChecks
+
+    from inference_tiers.nag import InferenceChecks
+
+    clean, report = checkov_report(build)
+    return {
+        "AwsSolutionsChecks": nag_findings(build.app, AwsSolutionsChecks()),
+        "InferenceChecks": nag_findings(build.app, InferenceChecks()),
+        "cfn-lint": [f"{name}: {e}" for name, t in build.templates().items() for e in cfn_lint_errors(t)],
+        "checkov": [] if clean else report.splitlines(),
+    }

@@ -11,19 +11,16 @@ import json
 from typing import Any
 
 import pytest
-from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import parse_settings
 from inference_tiers.k8s.disaggregated import LORA_INIT_IMAGE
-from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.disaggregated import TIER
 from tests.harness import (
+    CLEAN_GATES,
     TierBuild,
     build_tier,
     cdk_json_context,
-    cfn_lint_errors,
-    checkov_report,
-    nag_findings,
+    gate_findings,
 )
 from tests.hyperpod.support import resolve_join
 
@@ -89,15 +86,5 @@ def test_preflight_checks_the_init_image() -> None:
     assert LORA_INIT_IMAGE not in {need.reference for need in plain}
 
 
-@pytest.mark.parametrize("pack", [AwsSolutionsChecks, InferenceChecks], ids=lambda p: p.__name__)
-def test_no_unacknowledged_nag_findings_with_lora_on(build: TierBuild, pack: Any) -> None:
-    assert nag_findings(build.app, pack()) == []
-
-
-def test_cfn_lint_reports_no_errors_with_lora_on(template: dict[str, Any]) -> None:
-    assert cfn_lint_errors(template) == []
-
-
-def test_checkov_finds_no_failed_check_with_lora_on(build: TierBuild) -> None:
-    clean, report = checkov_report(build)
-    assert clean, report
+def test_cdk_nag_cfn_lint_and_checkov_pass_with_lora_on(build: TierBuild) -> None:
+    assert gate_findings(build) == CLEAN_GATES

@@ -17,7 +17,6 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 import yaml
-from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
@@ -42,15 +41,13 @@ from inference_tiers.k8s.inference_gateway import (
     PoolScaling,
 )
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
-from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.hyperpod import HyperPodSettings
 from tests.harness import (
+    CLEAN_GATES,
     TierBuild,
     build_tier,
     cdk_json_context,
-    cfn_lint_errors,
-    checkov_report,
-    nag_findings,
+    gate_findings,
 )
 from tests.hyperpod.support import (
     depends_on,
@@ -256,18 +253,8 @@ def test_account_requirements_name_the_endpoint_picker_image(build: TierBuild) -
     assert EPP_IMAGE in [image.reference for image in settings.account_requirements().images]
 
 
-@pytest.mark.parametrize("pack", [AwsSolutionsChecks, InferenceChecks], ids=lambda p: p.__name__)
-def test_no_unacknowledged_nag_findings_with_the_gateway_on(build: TierBuild, pack: Any) -> None:
-    assert nag_findings(build.app, pack()) == []
-
-
-def test_cfn_lint_reports_no_errors_with_the_gateway_on(template: dict[str, Any]) -> None:
-    assert cfn_lint_errors(template) == []
-
-
-def test_checkov_finds_no_failed_check_with_the_gateway_on(build: TierBuild) -> None:
-    clean, report = checkov_report(build)
-    assert clean, report
+def test_cdk_nag_cfn_lint_and_checkov_pass_with_the_gateway_on(build: TierBuild) -> None:
+    assert gate_findings(build) == CLEAN_GATES
 
 
 def test_the_setting_parses_with_its_pool() -> None:

@@ -18,7 +18,6 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.constructs.eks.hyperpod_gateway import (
     NLB_TCP_IDLE_TIMEOUT_SECONDS,
@@ -37,8 +36,12 @@ from inference_tiers.k8s.inference_gateway import (
     render_gateway,
 )
 from inference_tiers.k8s.inference_gateway_settings import InferenceGatewaySettings
-from inference_tiers.nag import InferenceChecks
-from tests.harness import TierBuild, build_tier, cfn_lint_errors, checkov_report, nag_findings
+from tests.harness import (
+    CLEAN_GATES,
+    TierBuild,
+    build_tier,
+    gate_findings,
+)
 from tests.hyperpod.support import depends_on, validate_inference_endpoint_config
 from tests.misuse import JUNK, JUNK_IDS, assert_refused
 
@@ -167,18 +170,8 @@ def test_the_operators_keda_may_read_cloudwatch(template: dict[str, Any]) -> Non
     assert reads and all(s["Resource"] == "*" and s["Effect"] == "Allow" for s in reads)
 
 
-@pytest.mark.parametrize("pack", [AwsSolutionsChecks, InferenceChecks], ids=lambda p: p.__name__)
-def test_no_unacknowledged_nag_findings_at_zero(build: TierBuild, pack: Any) -> None:
-    assert nag_findings(build.app, pack()) == []
-
-
-def test_cfn_lint_reports_no_errors_at_zero(template: dict[str, Any]) -> None:
-    assert cfn_lint_errors(template) == []
-
-
-def test_checkov_finds_no_failed_check_at_zero(build: TierBuild) -> None:
-    clean, report = checkov_report(build)
-    assert clean, report
+def test_cdk_nag_cfn_lint_and_checkov_pass_at_zero(build: TierBuild) -> None:
+    assert gate_findings(build) == CLEAN_GATES
 
 
 def test_a_cooldown_within_the_nlb_idle_timeout_is_refused(build: TierBuild) -> None:

@@ -11,12 +11,15 @@ import json
 from typing import Any
 
 import pytest
-from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError
 from inference_tiers.k8s.inference_gateway import ISTIO_VERSION, KEDA_VERSION
-from inference_tiers.nag import InferenceChecks
-from tests.harness import TierBuild, build_tier, cfn_lint_errors, checkov_report, nag_findings
+from tests.harness import (
+    CLEAN_GATES,
+    TierBuild,
+    build_tier,
+    gate_findings,
+)
 from tests.inference_gateway.support import exported_metrics, validate
 
 STACK = "InferenceTiers-Disaggregated"
@@ -164,18 +167,8 @@ def test_keda_role_reads_metrics_only_and_trusts_this_cluster(template: dict[str
     )
 
 
-@pytest.mark.parametrize("pack", [AwsSolutionsChecks, InferenceChecks], ids=lambda p: p.__name__)
-def test_no_unacknowledged_nag_findings_with_the_gateway_on(build: TierBuild, pack: Any) -> None:
-    assert nag_findings(build.app, pack()) == []
-
-
-def test_cfn_lint_reports_no_errors_with_the_gateway_on(template: dict[str, Any]) -> None:
-    assert cfn_lint_errors(template) == []
-
-
-def test_checkov_finds_no_failed_check_with_the_gateway_on(build: TierBuild) -> None:
-    clean, report = checkov_report(build)
-    assert clean, report
+def test_cdk_nag_cfn_lint_and_checkov_pass_with_the_gateway_on(build: TierBuild) -> None:
+    assert gate_findings(build) == CLEAN_GATES
 
 
 def test_a_pool_larger_than_the_node_group_is_refused() -> None:
