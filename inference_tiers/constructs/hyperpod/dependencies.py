@@ -20,7 +20,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.validation import Args
 
@@ -86,24 +86,10 @@ class HyperPodDependencyChart(Construct):
             wait=False,
             timeout=Duration.minutes(10),
         )
-        self._acknowledge_chart_read(cluster)
-
-    def _acknowledge_chart_read(self, cluster: eks.ICluster) -> None:
-        """The chart asset grants the cluster's kubectl handler read access to the CDK asset bucket."""
-        provider = cluster.kubectl_provider
-        assert provider is not None, "the cluster needs a kubectl provider to install Helm charts"
-        for finding in (
-            "Action::s3:GetBucket*",
-            "Action::s3:GetObject*",
-            "Action::s3:List*",
-            "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
-        ):
-            acknowledge(
-                provider,
-                f"AwsSolutions-IAM5[{finding}]",
-                "Asset.grant_read lets the kubectl handler download the packaged Helm chart from the CDK "
-                "bootstrap asset bucket, read-only",
-            )
+        assert cluster.kubectl_provider is not None, (
+            "the cluster needs a kubectl provider to install Helm charts"
+        )
+        acknowledge_chart_asset_read(cluster.kubectl_provider)
 
 
 def check_chart_directory(chart_directory: Path) -> None:

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL, as_cluster_ref
 from inference_tiers.k8s.sandbox_tenancy import AGENT_SANDBOX_NAMESPACE, controller_values
 from inference_tiers.validation import Args
@@ -79,20 +79,8 @@ class AgentSandboxController(Construct):
             wait=True,
             timeout=Duration.minutes(10),
         )
-        provider = cluster.kubectl_provider
-        assert provider is not None
-        for finding in (
-            "Action::s3:GetBucket*",
-            "Action::s3:GetObject*",
-            "Action::s3:List*",
-            "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
-        ):
-            acknowledge(
-                provider,
-                f"AwsSolutions-IAM5[{finding}]",
-                "Asset.grant_read lets the kubectl handler download the agent-sandbox chart from the CDK bootstrap "
-                "asset bucket, read-only",
-            )
+        assert cluster.kubectl_provider is not None
+        acknowledge_chart_asset_read(cluster.kubectl_provider)
 
 
 def _check_chart_directory(args: Args, directory: Path) -> None:
