@@ -252,6 +252,13 @@ def _dashboards_export(args: argparse.Namespace) -> int:
 # --- parser -------------------------------------------------------------------------------------------------
 
 
+def _add_aws_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that calls AWS: Region, profile, and JSON output."""
+    parser.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
+    parser.add_argument("--profile", help="AWS named profile")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inference-tiers",
@@ -309,9 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--tier", choices=TIER_ORDER, required=True)
-        p.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
-        p.add_argument("--profile", help="AWS named profile")
-        p.add_argument("--json", action="store_true", help="machine-readable output")
+        _add_aws_options(p)
         p.set_defaults(handler=handler)
         if name == "preflight":
             p.add_argument("--cdk-json", type=Path, help="the app's cdk.json (default: ./cdk.json)")
@@ -345,9 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--admin-url", help="admin API URL instead of the stack's AdminUrl (a tunnel)")
     k.add_argument("--ca-bundle", help="CA bundle to verify the admin listener's certificate")
     k.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds")
-    k.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
-    k.add_argument("--profile", help="AWS named profile")
-    k.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_aws_options(k)
     k.set_defaults(handler=_gateway_keys)
     d = sub.add_parser("dashboards", help="the Grafana dashboards of every tier")
     dsub = d.add_subparsers(dest="dashboards_command", required=True)
@@ -361,9 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--folder-uid", help="Grafana folder to put them in (default: General)")
     push.add_argument("--ca-bundle", help="CA bundle to verify the Grafana certificate")
     push.add_argument("--timeout", type=float, default=30.0, help="HTTP timeout in seconds")
-    push.add_argument("--region", help="AWS Region (default: the profile's or AWS_REGION)")
-    push.add_argument("--profile", help="AWS named profile")
-    push.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_aws_options(push)
     push.set_defaults(handler=_dashboards_push)
     exp = dsub.add_parser("export", help="write them as JSON files to import by hand")
     exp.add_argument("--out", type=Path, required=True, help="folder to write <uid>.json files into")
