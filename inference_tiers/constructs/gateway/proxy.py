@@ -64,6 +64,23 @@ METRICS_PATHS = ("/metrics", "/metrics/*")
 # 1.84.0 fixes the unauthenticated Host-header bypass CVE-2026-49468.
 MINIMUM_VERSION = (1, 84, 0)
 _PINNED_IMAGE = r"[^\s@]+@sha256:[0-9a-f]{64}"
+# Fargate's task sizes for the CPU values the gateway takes: CPU units -> the memory (MiB) Fargate accepts with
+# them. AWS, Amazon ECS developer guide, "Troubleshoot Amazon ECS task definition invalid CPU or memory errors"
+# (docs.aws.amazon.com/AmazonECS/latest/developerguide/task-cpu-memory-error.html); 8192 and 16384 need Linux
+# platform 1.4.0 or later, which the service's default (LATEST) is.
+FARGATE_MEMORY_MIB: dict[int, range] = {
+    1024: range(2048, 8192 + 1, 1024),
+    2048: range(4096, 16384 + 1, 1024),
+    4096: range(8192, 30720 + 1, 1024),
+    8192: range(16384, 61440 + 1, 4096),
+    16384: range(32768, 122880 + 1, 8192),
+}
+
+
+def fargate_memory_text(cpu: int) -> str:
+    """What Fargate accepts as task memory with ``cpu`` units (a key of :data:`FARGATE_MEMORY_MIB`)."""
+    allowed = FARGATE_MEMORY_MIB[cpu]
+    return f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step} (Fargate's sizes for cpu {cpu})"
 
 
 def _image_version(image: str) -> tuple[int, ...] | None:
@@ -184,8 +201,9 @@ class LiteLLMGateway(Construct):
         args.integer("desired_count", desired_count, minimum=2, maximum=100)
         args.integer("max_count", max_count, minimum=desired_count, maximum=100)
         args.integer("requests_per_target", requests_per_target, minimum=1, maximum=100_000)
-        args.one_of("cpu", cpu, (1024, 2048, 4096, 8192, 16384))
-        args.integer("memory_mib", memory_mib, minimum=cpu * 2, maximum=cpu * 8)
+        args.one_of("cpu", cpu, tuple(FARGATE_MEMORY_MIB))
+        if args.integer("memory_mib", memory_mib) not in FARGATE_MEMORY_MIB[cpu]:
+            raise args.error("memory_mib", memory_mib, fargate_memory_text(cpu))
         args.integer("workers", workers, minimum=1, maximum=max(1, cpu // 512))
         if upstream_api_key is not None:
             args.implements("upstream_api_key", upstream_api_key, secretsmanager.ISecret)
@@ -557,7 +575,6 @@ class LiteLLMGateway(Construct):
             timeout=Duration.minutes(14),
             memory_size=256,
             log_group=log_group,
-            reserved_concurrent_executions=1,
             description="Provisions the gateway's database role and runs LiteLLM's migrations once per deploy",
         )
         database = self.database
@@ -588,6 +605,7 @@ class LiteLLMGateway(Construct):
             )
         )
         provider = cr.Provider(self, "MigrationProvider", on_event_handler=handler, log_group=log_group)
+        subnets = self.cluster.vpc.select_subnets(subnet_type=private.subnet_type)
         self._acknowledge_migration(handler, provider)
         # The Provider's own framework function gets its skips from FrameworkFunctionSkips (build_app).
         skip_check(
@@ -597,10 +615,17 @@ class LiteLLMGateway(Construct):
         )
         skip_check(
             handler,
+            "CKV_AWS_115",
+            "No reserved concurrency: CloudFormation runs one operation at a time per stack, so migrations never "
+            "overlap, and any reservation fails in accounts at the new-account quota of 10 concurrent "
+            "executions (UnreservedConcurrentExecution must stay at least 10)",
+        )
+        skip_check(
+            handler,
             "CKV_AWS_116",
             "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
         )
-        return CustomResource(
+        migration = CustomResource(
             self,
             "Migration",
             service_token=provider.service_token,
@@ -610,7 +635,7 @@ class LiteLLMGateway(Construct):
                 "TaskDefinitionArn": self.task_definition.task_definition_arn,
                 "ContainerName": CONTAINER_NAME,
                 "MigrateCommand": litellm.proxy_command(workers=workers, migrate_only=True),
-                "Subnets": self.cluster.vpc.select_subnets(subnet_type=private.subnet_type).subnet_ids,
+                "Subnets": subnets.subnet_ids,
                 "SecurityGroups": [self.security_group.security_group_id],
                 "DatabaseClusterArn": database.cluster.cluster_arn,
                 "Database": database.database_name,
@@ -623,6 +648,14 @@ class LiteLLMGateway(Construct):
                 ),
             },
         )
+        # The Data API runs statements only on an available writer (Aurora user guide, Data API limitations),
+        # and the migration task pulls its image through the private subnets' NAT routes: wait for the whole
+        # cluster, instances included, and for those routes.
+        migration.node.add_dependency(
+            database.cluster,
+            subnets.internet_connectivity_established,
+        )
+        return migration
 
     def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
         basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
