@@ -13,12 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import aws_cdk as cdk
 import pytest
 import yaml
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
 
+from inference_tiers.constructs.observability import ObservabilityHub
 from inference_tiers.litellm.config import MASTER_KEY_PREFIX, PORT
 from inference_tiers.observability import collectors, rules
 from inference_tiers.validation import ArgumentError
@@ -151,4 +156,18 @@ def test_a_prefix_that_is_not_a_plain_word_is_refused() -> None:
     with pytest.raises(ArgumentError, match="ecs_collector_config: parameter 'metrics_key_prefix'"):
         collectors.ecs_collector_config(
             remote_write_url=REMOTE_WRITE, region="us-east-1", metrics_port=PORT, metrics_key_prefix="sk ${x}"
+        )
+
+
+def test_the_hub_takes_the_key_only_as_an_ecs_secret(tmp_path: Path) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    plaintext = "sk-0123456789"  # what a template must never hold
+    with pytest.raises(ArgumentError, match="add_ecs_collector: parameter 'metrics_key'"):
+        hub.add_ecs_collector(
+            task,
+            metrics_port=PORT,
+            log_group=logs.LogGroup(stack, "Logs"),
+            metrics_key=plaintext,  # type: ignore[arg-type]
         )

@@ -14,7 +14,8 @@ The load balancer has two listeners:
 
 Migrations run once per new task definition, before the service is updated: a custom resource provisions the
 proxy's database role (RDS Data API) and runs the image with ``--skip_server_startup``; serving tasks run with
-``DISABLE_SCHEMA_UPDATE=true``.
+``DISABLE_SCHEMA_UPDATE=true``. Each rotation of the proxy's database password restarts the service (the rotation
+path, docs/gateway.md).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -319,6 +322,7 @@ class LiteLLMGateway(Construct):
         )
         self.migration = self._migration(private, workers)
         self.service.node.add_dependency(self.migration)
+        self.restart_handler = self._restart_on_rotation()
 
     # --- public API --------------------------------------------------------------------------------------------
 
@@ -656,6 +660,75 @@ class LiteLLMGateway(Construct):
             subnets.internet_connectivity_established,
         )
         return migration
+
+    def _restart_on_rotation(self) -> lambda_.Function:
+        """The rotation path (docs/gateway.md): each successful rotation of the proxy's database password starts a
+        new deployment of the service (rolling, at least ``desired_count`` healthy tasks throughout)."""
+        log_group = logs.LogGroup(
+            self,
+            "RestartLogs",
+            encryption_key=self.encryption_key,
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        handler = lambda_.Function(
+            self,
+            "RestartHandler",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.on_rotation",
+            code=lambda_.Code.from_asset(str(ASSETS / "restart")),
+            timeout=Duration.seconds(30),
+            memory_size=128,
+            log_group=log_group,
+            description="Restarts the gateway's tasks after a rotation of their database password",
+        )
+        handler.add_to_role_policy(
+            iam.PolicyStatement(actions=["ecs:UpdateService"], resources=[self.service.service_arn])
+        )
+        # Secrets Manager records RotationSucceeded as a service event through CloudTrail (Secrets Manager user
+        # guide, "AWS CloudTrail entries for Secrets Manager" and "Match Secrets Manager events with EventBridge").
+        rule = events.Rule(
+            self,
+            "RestartOnRotation",
+            description="A rotation of the gateway's database password restarts its tasks",
+            event_pattern=events.EventPattern(
+                source=["aws.secretsmanager"],
+                detail_type=["AWS Service Event via CloudTrail", "AWS API Call via CloudTrail"],
+                detail={"eventSource": ["secretsmanager.amazonaws.com"], "eventName": ["RotationSucceeded"]},
+            ),
+        )
+        rule.add_target(
+            events_targets.LambdaFunction(
+                handler,
+                event=events.RuleTargetInput.from_object(
+                    {
+                        "Cluster": self.cluster.cluster_arn,
+                        "Service": self.service.service_name,
+                        "SecretArn": self.database.app_secret.secret_arn,
+                        "Detail": events.EventField.from_path("$.detail"),
+                    }
+                ),
+            )
+        )
+        acknowledge(
+            handler,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "The restart function uses the basic execution role only to write its logs",
+        )
+        skip_check(handler, "CKV_AWS_117", "Calls only the ECS API: no VPC resource to reach")
+        skip_check(
+            handler,
+            "CKV_AWS_115",
+            "Runs once per rotation (every 30 days); any reservation fails in accounts at the new-account quota "
+            "of 10 concurrent executions",
+        )
+        skip_check(
+            handler,
+            "CKV_AWS_116",
+            "A failed restart is retried by Lambda's asynchronous retries and raises the gateway's "
+            "RotationRestart alarm, whose runbook is the manual restart (docs/gateway.md, the rotation path)",
+        )
+        return handler
 
     def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
         basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"

@@ -252,8 +252,8 @@ class ObservabilityHub(Construct):
             adot_image,
             pattern=r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})",
         )
-        if metrics_key is not None:
-            args.instance("metrics_key", metrics_key, ecs.Secret, "an ecs.Secret")
+        if metrics_key is not None and not isinstance(metrics_key, ecs.Secret):
+            raise args.error("metrics_key", metrics_key, "an ecs.Secret")
         config = collectors.ecs_collector_config(
             remote_write_url=self.remote_write_url,
             region=Aws.REGION,
