@@ -125,7 +125,7 @@ def scraped(gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Itera
     }
     traffic(gateway)  # every series exists before the first scrape
     with running_prometheus(folder, config) as prometheus:
-        prometheus.wait_for('up{job="litellm"} == 1', timeout=3 * SCRAPE_SECONDS)
+        prometheus.wait_for('up{job="litellm"} == 1', timeout=4 * SCRAPE_SECONDS)
         traffic(gateway)  # and grows before the next one, so the rules' rates are not zero
         yield Scraped(prometheus, job)
 
@@ -148,7 +148,7 @@ def test_the_same_job_without_the_key_is_down(scraped: Scraped) -> None:
 
 @pytest.mark.parametrize("record", [rules.GATEWAY_ERROR_RATIO, rules.BACKEND_ERROR_RATIO])
 def test_the_recording_rules_produce_the_gateway_series(scraped: Scraped, record: str) -> None:
-    produced = scraped.prometheus.wait_for(record, timeout=4 * SCRAPE_SECONDS)
+    produced = scraped.prometheus.wait_for(record, timeout=6 * SCRAPE_SECONDS)
     assert all(0 <= float(series["value"][1]) <= 1 for series in produced), produced
 
 
