@@ -14,6 +14,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -218,6 +219,7 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     other.gateway = SimpleNamespace(  # type: ignore[attr-defined]
         task_definition=task,
         log_group=logs.LogGroup(other, "Logs"),
+        master_key_secret=secretsmanager.Secret(other, "MasterKey"),
         export_traces=lambda: traced.append(True),
     )
     settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]

@@ -233,10 +233,16 @@ class ObservabilityHub(Construct):
         metrics_port: int,
         log_group: logs.ILogGroup,
         adot_image: str = ADOT_IMAGE,
+        metrics_key: ecs.Secret | None = None,
+        metrics_key_prefix: str = "",
     ) -> ecs.ContainerDefinition:
         """Add an ADOT collector sidecar to ``task_definition`` (configuration:
         :func:`collectors.ecs_collector_config`): it scrapes 127.0.0.1:``metrics_port``/metrics, receives OTLP
-        traces on 127.0.0.1:4317/4318, writes metrics to this workspace and traces to X-Ray."""
+        traces on 127.0.0.1:4317/4318, writes metrics to this workspace and traces to X-Ray.
+
+        :param metrics_key: the key the metrics endpoint needs (LiteLLM's /metrics: the gateway's master key),
+            injected as an ECS secret and sent as ``Authorization: Bearer <metrics_key_prefix><key>``. Default:
+            none."""
         args = Args("ObservabilityHub.add_ecs_collector")
         args.instance("task_definition", task_definition, ecs.TaskDefinition, "an ecs.TaskDefinition")
         port = args.integer("metrics_port", metrics_port, minimum=1, maximum=65535)
@@ -246,8 +252,13 @@ class ObservabilityHub(Construct):
             adot_image,
             pattern=r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})",
         )
+        if metrics_key is not None and not isinstance(metrics_key, ecs.Secret):
+            raise args.error("metrics_key", metrics_key, "an ecs.Secret")
         config = collectors.ecs_collector_config(
-            remote_write_url=self.remote_write_url, region=Aws.REGION, metrics_port=port
+            remote_write_url=self.remote_write_url,
+            region=Aws.REGION,
+            metrics_port=port,
+            metrics_key_prefix=None if metrics_key is None else metrics_key_prefix,
         )
         container = task_definition.add_container(
             "OtelCollector",
@@ -257,6 +268,7 @@ class ObservabilityHub(Construct):
             readonly_root_filesystem=True,
             user="10001",
             environment={"AOT_CONFIG_CONTENT": collectors.to_yaml(config)},
+            secrets={collectors.METRICS_KEY_ENV: metrics_key} if metrics_key is not None else None,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="otel-collector", log_group=log_group),
         )
         acknowledge(
