@@ -126,3 +126,23 @@ def helm_charts(template: Template) -> dict[str, dict[str, Any]]:
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [m for m in objects if m["kind"] == kind]
+
+
+def karpenter_role_id(template: Template) -> str:
+    """The logical id of the role that the ``kube-system/karpenter`` Pod Identity association binds."""
+    (role_id,) = [
+        a["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+        for a in template.find_resources("AWS::EKS::PodIdentityAssociation").values()
+        if a["Properties"]["ServiceAccount"] == "karpenter"
+    ]
+    return str(role_id)
+
+
+def policy_statements(template: Template, role_id: str) -> dict[str, dict[str, Any]]:
+    """The statements of every ``AWS::IAM::Policy`` attached to ``role_id``, by Sid (``#<index>`` without)."""
+    found: dict[str, dict[str, Any]] = {}
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            found.update({s.get("Sid", f"#{index}"): s for index, s in enumerate(statements)})
+    return found
