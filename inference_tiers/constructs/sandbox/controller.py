@@ -2,8 +2,8 @@
 
 The chart is not published to a chart repository, so it is installed from a local copy that
 ``inference_tiers/assets/sandbox/fetch-agent-sandbox-chart.sh`` fetches at the pinned commit (uploaded as an
-S3 asset). Without one, a placeholder chart is installed whose rendering fails with those instructions: the
-stack still synthesizes offline, and a deploy stops at the controller with an actionable message.
+S3 asset). Without one, a placeholder chart stands in, so that the stack still synthesizes offline; synth then
+warns, and a template rule stops the deploy before anything is created, both with the fetch instructions.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL, as_cluster_ref
 from inference_tiers.k8s.sandbox_tenancy import AGENT_SANDBOX_NAMESPACE, controller_values
@@ -49,7 +50,8 @@ class AgentSandboxController(Construct):
         """
         :param cluster: the EKS cluster (with a kubectl provider).
         :param chart_directory: the fetched ``helm/`` directory of agent-sandbox (output of the fetch script).
-            Default: none; a placeholder chart that fails at deploy with instructions.
+            Default: none; a placeholder chart, a synth warning and a template rule that stops the deploy, with
+            the fetch instructions.
         :param node_selector: where the controller runs. Default: the core nodes.
         """
         super().__init__(scope, construct_id)
@@ -64,6 +66,15 @@ class AgentSandboxController(Construct):
             lambda name, value: args.text(name, value, max_length=63, allow_token=False),
         )
         self.fetched = chart_directory is not None
+        if not self.fetched:
+            refuse_unfetched_chart(
+                self,
+                "ChartFetched",
+                "inference-tiers:agent-sandbox-chart-missing",
+                f"The agent-sandbox controller chart was not fetched: run inference_tiers/assets/sandbox/"
+                f"{FETCH_SCRIPT.name}, then pass its output directory as AgentSandboxController chart_directory "
+                "(-c agent-sandbox.controller_chart_dir=<directory> for the tier's stack)",
+            )
         self.asset = s3_assets.Asset(
             self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER)
         )
