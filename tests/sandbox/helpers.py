@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 from aws_cdk.assertions import Template
 
+from inference_tiers.constructs.sandbox.controller import WRITABLE_TMP_PATCH
 from tests.harness import DATA_DIR
 
 DATA = DATA_DIR / "sandbox"
@@ -146,3 +150,25 @@ def policy_statements(template: Template, role_id: str) -> dict[str, dict[str, A
             statements = policy["Properties"]["PolicyDocument"]["Statement"]
             found.update({s.get("Sid", f"#{index}"): s for index, s in enumerate(statements)})
     return found
+
+
+def chart_template_skeleton(text: str) -> Any:
+    """What a Helm template always renders, parsed: the template with every line that holds a template action
+    (``{{ ... }}``) dropped. Enough for the literal ports, volume mounts and volumes of a chart's Deployment (not
+    for anything values add), and with no helm binary."""
+    return yaml.safe_load("\n".join(line for line in text.splitlines() if "{{" not in line))
+
+
+def fetched_agent_sandbox_chart(directory: Path) -> Path:
+    """What the fetch script makes, from the vendored v0.5.6 chart files: ``helm/`` (Chart.yaml, values.yaml,
+    the CRDs, templates/deployment.yaml) with ``writable-tmp.patch`` applied by ``git apply``, as the script does."""
+    chart = directory / "helm"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "crds").mkdir()
+    upstream = DATA / "agent-sandbox"
+    for name in ("Chart.yaml", "values.yaml", "templates/deployment.yaml"):
+        shutil.copyfile(upstream / "helm" / name, chart / name)
+    for crd in upstream.glob("*.yaml"):
+        shutil.copyfile(crd, chart / "crds" / crd.name)
+    subprocess.run(["git", "apply", str(WRITABLE_TMP_PATCH)], cwd=directory, check=True, capture_output=True)
+    return chart

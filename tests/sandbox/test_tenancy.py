@@ -360,7 +360,8 @@ def test_controller_chart_directory_must_hold_the_fetched_chart(tmp_path: Path) 
         _check_chart_directory(args, tmp_path)
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "sandboxes.yaml").write_text("kind: CustomResourceDefinition\n")
-    _check_chart_directory(args, tmp_path)
+    with pytest.raises(ArgumentError, match=r"with writable-tmp.patch applied"):
+        _check_chart_directory(args, tmp_path)
 
 
 # --- what the stack applies ----------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from inference_tiers.validation import Args
 
 FETCH_SCRIPT = ASSETS_DIR / "sandbox" / "fetch-agent-sandbox-chart.sh"
 MISSING_CHART_PLACEHOLDER = ASSETS_DIR / "sandbox" / "agent-sandbox-chart-missing"
+# What the fetch script changes in the chart: a writable /tmp for the webhook certificates (W2 of the audit).
+WRITABLE_TMP_PATCH = ASSETS_DIR / "sandbox" / "writable-tmp.patch"
 CHART_NAME = "agent-sandbox"
 
 
@@ -94,6 +96,12 @@ class AgentSandboxController(Construct):
         acknowledge_chart_asset_read(cluster.kubectl_provider)
 
 
+# The first line the patch adds (a comment the fetched chart has only once the patch is applied).
+_PATCH_MARKER = next(
+    line[1:] for line in WRITABLE_TMP_PATCH.read_text().splitlines() if line.startswith("+ ")
+)
+
+
 def _check_chart_directory(args: Args, directory: Path) -> None:
     how = f"the helm/ directory that {FETCH_SCRIPT.name} (inference_tiers/assets/sandbox/) copies"
     chart_yaml = directory / "Chart.yaml"
@@ -107,3 +115,11 @@ def _check_chart_directory(args: Args, directory: Path) -> None:
         )
     if not any((directory / "crds").glob("*.yaml")):
         raise args.error("chart_directory", str(directory), f"the chart with its crds/ folder ({how})")
+    deployment = directory / "templates" / "deployment.yaml"
+    if not deployment.is_file() or _PATCH_MARKER not in deployment.read_text():
+        raise args.error(
+            "chart_directory",
+            str(directory),
+            f"the chart with {WRITABLE_TMP_PATCH.name} applied, a writable /tmp for the webhook certificates "
+            f"under the read-only root file system ({how}; fetch it again if an older script copied it)",
+        )
