@@ -170,5 +170,10 @@ def fetched_agent_sandbox_chart(directory: Path) -> Path:
         shutil.copyfile(upstream / "helm" / name, chart / name)
     for crd in upstream.glob("*.yaml"):
         shutil.copyfile(crd, chart / "crds" / crd.name)
-    subprocess.run(["git", "apply", str(WRITABLE_TMP_PATCH)], cwd=directory, check=True, capture_output=True)
+    apply_patch(directory, WRITABLE_TMP_PATCH)
     return chart
+
+
+def apply_patch(directory: Path, patch: Path) -> None:
+    """Apply ``patch`` (paths as in the upstream repository) under ``directory``, as the fetch scripts do."""
+    subprocess.run(["git", "apply", str(patch)], cwd=directory, check=True, capture_output=True)
