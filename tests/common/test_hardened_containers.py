@@ -2,7 +2,7 @@
 
 A container with a read-only root file system fails on its first write outside a writable volume (audit W2: the
 agent-sandbox controller crash-looped on its webhook certificates). For every container the project hardens in
-the default build of every tier, ``tests/data/hardened_containers.yaml`` records from the pinned upstream source
+the default build of every tier and in the opted-in configurations (``OPTED_IN``), ``tests/data/hardened_containers.yaml`` records from the pinned upstream source
 the paths it writes and the ports it binds (each with its evidence); these tests check the rendered pod against
 that record, and fail for a hardened container the record does not cover.
 """
@@ -19,10 +19,20 @@ import pytest
 import yaml
 
 from inference_tiers.app_factory import TIERS
-from tests.harness import DATA_DIR, PROJECT_ROOT, TierBuild
+from tests.disaggregated.test_lora_tier import SETTING as DISAGGREGATED_GATEWAY_WITH_LORA
+from tests.harness import DATA_DIR, PROJECT_ROOT, TierBuild, build_tier
+from tests.inference_gateway.test_hyperpod import GATEWAY_ON as HYPERPOD_GATEWAY
 from tests.sandbox.helpers import apply_patch, chart_template_skeleton, helm_charts, manifests
 
 RECORD: dict[str, dict[str, Any]] = yaml.safe_load((DATA_DIR / "hardened_containers.yaml").read_text())
+# Configurations whose extra containers the default builds lack (the endpoint picker, the LoRA init container).
+OPTED_IN = {
+    "disaggregated+gateway+lora": (
+        "disaggregated",
+        {"disaggregated.inference_gateway": DISAGGREGATED_GATEWAY_WITH_LORA},
+    ),
+    "hyperpod+gateway": ("hyperpod", HYPERPOD_GATEWAY),
+}
 
 
 def _hardened(security_context: Any) -> bool:
@@ -73,11 +83,14 @@ def _chart_pod(entry: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def hardened(tier_build: Callable[[str], TierBuild]) -> list[dict[str, Any]]:
-    """Every hardened container of every tier: where it was found, its record entry (None without), its pod."""
+    """Every hardened container of every tier (default and opted-in configurations): where it was found, its
+    record entry (None without), its pod or chart values."""
+    builds = {tier: tier_build(tier) for tier in sorted(TIERS)}
+    builds.update({name: build_tier(tier, **overrides) for name, (tier, overrides) in OPTED_IN.items()})
     found = []
-    for tier in sorted(TIERS):
-        for stack in tier_build(tier).stacks:
-            template = tier_build(tier).template(stack.stack_name)
+    for tier, build in builds.items():
+        for stack in build.stacks:
+            template = build.template(stack.stack_name)
             for manifest in manifests(template):
                 for pod in _pods(manifest):
                     for container in pod["containers"] + pod.get("initContainers", []):
@@ -107,8 +120,9 @@ def test_every_hardened_container_is_recorded_and_every_record_is_used(
 ) -> None:
     assert [h["where"] for h in hardened if h["entry"] is None] == []
     assert sorted(set(RECORD) - {h["entry"] for h in hardened}) == []
-    # The agent-sandbox controller, kube-state-metrics, the EFA exporter, the router and the sandboxes at least.
-    assert len(hardened) >= len(RECORD) == 5
+    # The agent-sandbox controller, kube-state-metrics, the EFA exporter, the router, the sandboxes, the endpoint
+    # picker and the LoRA init container at least.
+    assert len(hardened) >= len(RECORD) == 7
 
 
 def _pod_and_container(found: dict[str, Any], tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -142,7 +156,9 @@ def test_every_written_path_is_on_a_writable_emptydir(hardened: list[dict[str, A
             assert not mount.get("readOnly"), f"{found['where']}: {mount} is read-only"
             assert "emptyDir" in volumes[mount["name"]], f"{found['where']}: {volumes[mount['name']]}"
             checked += 1
-    assert checked >= 4  # the controller's certificates and the sandboxes' three folders (two tenants)
+    assert (
+        checked >= 9
+    )  # the controller's certificates, the sandboxes' folders (two tenants), the LoRA adapters
 
 
 def _bound(entry: dict[str, Any], args: list[str]) -> set[int]:
