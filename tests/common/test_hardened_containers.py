@@ -67,7 +67,7 @@ def _entry_for(match: dict[str, str]) -> str | None:
     return next((name for name, entry in RECORD.items() if entry["match"] == match), None)
 
 
-def _chart_pod(entry: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+def _chart_pod(entry: dict[str, Any], tmp_path: Path) -> Any:
     """The chart's pod spec as the project installs it: the vendored template with the project's patch applied."""
     template = DATA_DIR / entry["chart_pod"]["template"]
     patch = PROJECT_ROOT / entry["chart_pod"]["patch"]
@@ -78,7 +78,7 @@ def _chart_pod(entry: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     target.parent.mkdir(parents=True)
     shutil.copyfile(template, target)
     apply_patch(tmp_path, patch)
-    return chart_template_skeleton(target.read_text())["spec"]["template"]["spec"]  # type: ignore[no-any-return]
+    return chart_template_skeleton(target.read_text())["spec"]["template"]["spec"]
 
 
 @pytest.fixture(scope="module")
