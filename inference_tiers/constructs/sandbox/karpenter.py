@@ -10,8 +10,9 @@ finalizer and instance-profile garbage collector do even then (they look for the
 release, action by action.
 
 An SQS queue (KMS CMK, TLS only) receives the EC2 and AWS Health events Karpenter acts on before an instance
-goes away (scheduled maintenance, state changes, Spot warnings and rebalance recommendations should Spot ever
-be allowed): Karpenter then cordons and drains the node and launches its replacement first.
+goes away (scheduled maintenance, state changes, capacity-reservation interruptions, and Spot warnings and
+rebalance recommendations should Spot ever be allowed): Karpenter then cordons and drains the node and launches
+its replacement first.
 
 The construct also owns the identity of the nodes it launches: their role (the three policies every EKS node
 needs), the instance profile, the ``EC2_LINUX`` access entry that lets them join, and the KMS key of their root
