@@ -13,11 +13,12 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from inference_tiers.constructs import AgentSandboxController, EksCluster, SandboxIsolation, SandboxTenant
 from inference_tiers.k8s.sandbox_tenancy import TenancySpec
-from tests.harness import cdk_json_context
+from tests.harness import cdk_json_context, nag_findings
 from tests.sandbox.helpers import by_kind, manifests
 
 TENANCY = TenancySpec(
@@ -76,3 +77,7 @@ def test_the_tenants_objects_come_after_the_admission_policy_and_the_policy_agen
     assert policy_id in resources[objects_id]["DependsOn"]
     # The add-on is in the cluster's stack: CloudFormation cannot order across stacks, CDK orders the stacks.
     assert user_app["platform"] in sandboxes.dependencies
+
+
+def test_no_nag_finding_in_the_users_sandbox_stack(user_app: dict[str, Any]) -> None:
+    assert nag_findings(user_app["sandboxes"], AwsSolutionsChecks()) == []
