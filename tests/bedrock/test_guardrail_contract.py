@@ -159,11 +159,18 @@ def test_replaced_versions_are_retained_for_consumers_not_yet_redeployed(tmp_pat
     assert version["DeletionPolicy"] == version["UpdateReplacePolicy"] == "Retain"
 
 
-def test_in_its_own_stack_the_guardrail_is_used_directly(tmp_path: Path) -> None:
-    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), PRODUCER)
-    guardrail = Guardrail(stack, "Guardrail")
-    assert guardrail.for_consumer(stack) is guardrail
-    assert _ssm_reads(Template.from_stack(stack).to_json()) == []
+def test_in_its_own_stack_the_guardrail_is_used_directly_elsewhere_its_stack_deploys_first(
+    tmp_path: Path,
+) -> None:
+    app = cdk.App(outdir=str(tmp_path))
+    safety, service = cdk.Stack(app, PRODUCER), cdk.Stack(app, CONSUMER)
+    guardrail = Guardrail(safety, "Guardrail")
+    assert guardrail.for_consumer(safety) is guardrail
+    assert _ssm_reads(Template.from_stack(safety).to_json()) == []
+    published = guardrail.for_consumer(service)
+    assert isinstance(published, PublishedGuardrail) and published.guardrail is guardrail
+    assert service.dependencies == [safety]  # the parameter exists before the consumer's deploy reads it
+    assert safety.dependencies == []
 
 
 @pytest.mark.parametrize("name", ["inference-tiers/x", "/a b", "/" + "x" * 1011])

@@ -635,7 +635,7 @@ class Guardrail(Construct):
         producer = Stack.of(self)
         if consumer is producer:
             return self
-        consumer.add_dependency(producer, "reads the guardrail version parameter")
+        consumer.add_stack_dependency(producer, "reads the guardrail version parameter")
         version = ssm.StringParameter.value_for_string_parameter(scope, self.version_parameter_name)
         return PublishedGuardrail(self, version)
 
