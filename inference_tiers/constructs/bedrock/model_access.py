@@ -282,11 +282,11 @@ class ModelInvokeAccess(Construct):
         model = _model_source(args, model)
         guardrail = _guardrail(args, guardrail)
         self.model_id = model.invoke_id(self)
-        # The statements land in the grantee's policy, so its stack is the one that reads the guardrail.
+        # The statements land in the grantee's policy: they are built for its stack (the ARNs, and the guardrail
+        # version read there when the guardrail is another stack's).
         principal = grantee.grant_principal
-        self.statements = invoke_statements(
-            principal if isinstance(principal, Construct) else self, model, guardrail
-        )
+        policy_scope = principal if isinstance(principal, Construct) else self
+        self.statements = invoke_statements(policy_scope, model, guardrail)
         for statement in self.statements:
             if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
                 raise args.error(
@@ -295,7 +295,7 @@ class ModelInvokeAccess(Construct):
                     "a principal that can hold an identity policy (a role, user or group created or imported "
                     "in this app)",
                 )
-        _acknowledge_cross_region_models(self, grantee, model)
+        _acknowledge_cross_region_models(policy_scope, grantee, model)
         if guardrail is None:
             Annotations.of(self).add_warning_v2(
                 "inference-tiers:bedrock-invoke-without-guardrail",
