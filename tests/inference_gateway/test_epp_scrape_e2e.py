@@ -42,6 +42,7 @@ from inference_tiers.k8s.inference_gateway_scaling import (
     render_scaled_object,
 )
 from inference_tiers.observability import collectors
+from tests.inference_gateway.support import DATA, listed
 from tests.observability.prometheus_server import Prometheus, running_prometheus
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
@@ -182,6 +183,14 @@ def _wait(prometheus: Prometheus, query: str, expected: float, timeout: float = 
     while _value(prometheus, query) != expected:
         assert time.monotonic() < deadline, f"{query} stayed {_value(prometheus, query)}, not {expected}"
         time.sleep(0.5)
+
+
+def test_the_stand_in_serves_names_of_the_pinned_epp() -> None:
+    served = {
+        line.split("{")[0] for line in EndpointPickerStandIn([]).exposition().splitlines() if line[0] != "#"
+    }
+    served |= {EPP_REQUEST_ERROR_METRIC, EPP_REQUEST_METRIC}
+    assert served <= listed(DATA / "epp-v1.5.0-metrics.txt")
 
 
 def test_the_scraper_keeps_the_epp_pod_once_on_its_metrics_port(
