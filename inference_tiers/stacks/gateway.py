@@ -363,8 +363,8 @@ class GatewayStack(Stack):
             profile = getattr(bedrock, "inference_profile", None)
             if profile is not None and not settings.bedrock_application_profile_arn:
                 model = profile.model_source
-            guardrail: IVersionedGuardrail = getattr(bedrock, "guardrail")  # noqa: B009 (BedrockStack.guardrail)
-            return guardrail, model
+            # The guardrail contract: the version comes from the bedrock stack's SSM parameter, not an export.
+            return getattr(bedrock, "guardrail").for_consumer(self), model  # noqa: B009 (BedrockStack.guardrail)
         return ImportedGuardrail(
             guardrail_arn=self._parameter("GuardrailArn", _GUARDRAIL_ARN, "The bedrock stack's GuardrailArn"),
             guardrail_version=self._parameter(

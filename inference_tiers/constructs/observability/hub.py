@@ -177,6 +177,7 @@ class ObservabilityHub(Construct):
         subnet_ids: Sequence[str],
         security_group_ids: Sequence[str],
         cluster_label: str,
+        scope: Construct | None = None,
     ) -> aps.CfnScraper:
         """An AMP managed scraper for an EKS cluster (configuration: :func:`collectors.eks_scrape_config`).
 
@@ -186,9 +187,16 @@ class ObservabilityHub(Construct):
         :param security_group_ids: 1 to 5 groups of the scraper's ENIs; they must reach the pods' metrics ports
             (the EKS cluster security group does, for nodes that carry it).
         :param cluster_label: the ``cluster`` label every scraped series gets.
+        :param scope: where the scraper is created. Default: this hub. With the hub and the cluster in different
+            stacks, pass a construct of the cluster's stack (the ``EksCluster``, say): the scraper then reads the
+            hub's workspace from there, so that stack depends on the hub's and nothing points back, even when the
+            cluster's stack also uses the hub (a KEDA role with :meth:`grant_query`).
         """
         args = Args("ObservabilityHub.add_eks_scraper")
         args.text("construct_id", construct_id, pattern=r"[A-Za-z][A-Za-z0-9]{0,63}", allow_token=False)
+        owner: Construct = self if scope is None else args.instance("scope", scope, Construct, "a construct")
+        if owner.node.try_find_child(construct_id) is not None:
+            raise args.error("construct_id", construct_id, f"an id not yet used under {owner.node.path}")
         args.text("cluster_arn", cluster_arn, pattern=_CLUSTER_ARN, description="an EKS cluster ARN")
         subnets = args.sequence(
             "subnet_ids",
@@ -208,7 +216,7 @@ class ObservabilityHub(Construct):
         )
         blob = collectors.to_yaml(collectors.eks_scrape_config(cluster_label))
         scraper = aps.CfnScraper(
-            self,
+            owner,
             construct_id,
             alias=f"{construct_id.lower()}-{Names.unique_id(self)[-8:].lower()}",
             source=aps.CfnScraper.SourceProperty(
