@@ -314,7 +314,8 @@ class HyperPodInferenceOperator(Construct):
             self,
             "AwsSolutions-IAM5[Resource::*]",
             "CloudWatch metric reads, FSx DescribeFileSystems and the load-balancer controller's EC2/ELB/ACM/"
-            "WAF describe calls support no resource-level permissions",
+            "WAF describe calls support no resource-level permissions; the controller's WAF and Shield "
+            "associations name web ACLs and protections chosen per Ingress, as in its reference policy",
         )
         elb = "arn:<AWS::Partition>:elasticloadbalancing:<AWS::Region>:<AWS::AccountId>"
         ec2 = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>"
