@@ -600,7 +600,8 @@ class LiteLLMGateway(Construct):
             "CKV_AWS_116",
             "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
         )
-        return CustomResource(
+        subnets = self.cluster.vpc.select_subnets(subnet_type=private.subnet_type)
+        migration = CustomResource(
             self,
             "Migration",
             service_token=provider.service_token,
@@ -610,7 +611,7 @@ class LiteLLMGateway(Construct):
                 "TaskDefinitionArn": self.task_definition.task_definition_arn,
                 "ContainerName": CONTAINER_NAME,
                 "MigrateCommand": litellm.proxy_command(workers=workers, migrate_only=True),
-                "Subnets": self.cluster.vpc.select_subnets(subnet_type=private.subnet_type).subnet_ids,
+                "Subnets": subnets.subnet_ids,
                 "SecurityGroups": [self.security_group.security_group_id],
                 "DatabaseClusterArn": database.cluster.cluster_arn,
                 "Database": database.database_name,
@@ -623,6 +624,12 @@ class LiteLLMGateway(Construct):
                 ),
             },
         )
+        # The task runs as the task and execution roles, in the private subnets: their policies and the
+        # subnets' routes to the NAT gateways must exist before it starts.
+        migration.node.add_dependency(
+            self.task_role, self.task_definition, subnets.internet_connectivity_established
+        )
+        return migration
 
     def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
         basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
