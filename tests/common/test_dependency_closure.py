@@ -15,24 +15,61 @@ import pytest
 
 from inference_tiers.app_factory import TIERS
 from tests.dependency_closure import HELM_CHART, closure, custom_resources, missing_dependencies
-from tests.harness import TierBuild
+from tests.harness import TierBuild, build_tier
 
 # The HyperPod node barrier stands for the HyperPod nodes joining the EKS cluster (constructs/hyperpod/cluster.py).
 NODE_BARRIERS = ("Custom::HyperPodNodesReady",)
+
+
+# Opted-in configurations that add Lambda-backed steps of their own (the defaults are every tier's cdk.json).
+OPTED_IN: dict[str, tuple[str, dict[str, Any]]] = {
+    "bedrock invocation logging": ("bedrock", {"bedrock.invocation_logging": True}),
+    "hyperpod gateway": (
+        "hyperpod",
+        {
+            "hyperpod.inference_gateway": {"pools": {"model": {"min_replicas": 1, "max_replicas": 2}}},
+            "hyperpod.scaling_metric": "prometheus",
+        },
+    ),
+    "disaggregated gateway with LoRA": (
+        "disaggregated",
+        {
+            "disaggregated.inference_gateway": {
+                "pools": {
+                    "prefill": {"min_replicas": 1, "max_replicas": 1},
+                    "decode": {"min_replicas": 1, "max_replicas": 1, "waiting_per_replica": 2},
+                },
+                "lora_adapters": {"sql-lora": "s3://adapters-bucket/tenants/sql-lora"},
+            }
+        },
+    ),
+}
+
+
+def _unordered(build: TierBuild) -> dict[str, dict[str, str]]:
+    failures = {}
+    for stack, template in build.templates().items():
+        resources = template["Resources"]
+        for step in custom_resources(resources):
+            missing = missing_dependencies(resources, step, node_barrier_types=NODE_BARRIERS)
+            if missing:
+                failures[f"{stack}/{step} ({resources[step]['Type']})"] = missing
+    return failures
 
 
 @pytest.mark.parametrize("tier", list(TIERS))
 def test_every_custom_resource_depends_on_what_its_handler_calls(
     tier: str, tier_build: Callable[[str], TierBuild]
 ) -> None:
-    failures = {}
-    for stack, template in tier_build(tier).templates().items():
-        resources = template["Resources"]
-        for step in custom_resources(resources):
-            missing = missing_dependencies(resources, step, node_barrier_types=NODE_BARRIERS)
-            if missing:
-                failures[f"{stack}/{step} ({resources[step]['Type']})"] = missing
-    assert not failures, failures
+    assert _unordered(tier_build(tier)) == {}
+
+
+@pytest.mark.parametrize("configuration", list(OPTED_IN))
+def test_opted_in_steps_depend_on_what_their_handlers_call(configuration: str) -> None:
+    tier, overrides = OPTED_IN[configuration]
+    build = build_tier(tier, **overrides)
+    assert custom_resources(build.templates()[build.stacks[0].stack_name]["Resources"])
+    assert _unordered(build) == {}
 
 
 @pytest.mark.parametrize("tier", ["agent-sandbox", "disaggregated", "hyperpod"])
