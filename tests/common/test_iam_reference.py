@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
 from inference_tiers.constructs.hyperpod.inference_operator import (
@@ -50,10 +50,10 @@ def _one(build: TierBuild, kind: type[T]) -> T:
     return found
 
 
-def _role_id(role: iam.IRole) -> str:
-    resource = role.node.default_child
+def _logical_id(construct: IConstruct) -> str:
+    resource = construct.node.default_child
     assert isinstance(resource, cdk.CfnResource)
-    return cdk.Stack.of(role).get_logical_id(resource)
+    return cdk.Stack.of(construct).get_logical_id(resource)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_load_balancer_controller_has_every_reference_action(
     assert_covers(
         "aws-load-balancer-controller-v2.13.2",
         template,
-        _role_id(operator.load_balancer_controller_role),
+        _logical_id(operator.load_balancer_controller_role),
         exceptions={},
     )
 
@@ -98,7 +98,7 @@ def test_load_balancer_controller_keeps_ownership_conditions(
         r["Properties"]["PolicyDocument"]
         for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::Policy"
-        and {"Ref": _role_id(operator.load_balancer_controller_role)} in r["Properties"]["Roles"]
+        and {"Ref": _logical_id(operator.load_balancer_controller_role)} in r["Properties"]["Roles"]
     )
     conditioned = {
         action
@@ -126,7 +126,7 @@ def test_fsx_csi_driver_reads_file_systems_only(
     assert_covers(
         "aws-fsx-csi-driver-v1.6.0",
         template,
-        _role_id(operator.fsx_csi_role),
+        _logical_id(operator.fsx_csi_role),
         exceptions={
             # pkg/cloud/cloud.go:250 CreateFileSystem (CreateVolume), :288 UpdateFileSystem (expansion),
             # :310 DeleteFileSystem (DeleteVolume): all dynamic provisioning.
@@ -150,7 +150,7 @@ def test_mountpoint_s3_csi_driver_reads_the_model_bucket(
     """aws-mountpoint-s3-csi-driver v1.14.1 docs/CONFIGURATION.md:423-445 (read-only bucket access)."""
     operator, template = hyperpod
     assert_covers(
-        "aws-mountpoint-s3-csi-driver-v1.14.1", template, _role_id(operator.s3_csi_role), exceptions={}
+        "aws-mountpoint-s3-csi-driver-v1.14.1", template, _logical_id(operator.s3_csi_role), exceptions={}
     )
 
 
@@ -159,7 +159,7 @@ def test_hyperpod_keda_may_use_both_scalers_the_operator_renders(
 ) -> None:
     """keda 2.17.1 (the operator's bundled chart): aws-cloudwatch and, with the AMP workspace, prometheus."""
     operator, template = hyperpod
-    assert_covers("keda-2.17.1", template, _role_id(operator.keda_role), exceptions={})
+    assert_covers("keda-2.17.1", template, _logical_id(operator.keda_role), exceptions={})
 
 
 def test_gateway_keda_may_read_cloudwatch() -> None:
@@ -170,7 +170,7 @@ def test_gateway_keda_may_read_cloudwatch() -> None:
     assert_covers(
         f"keda-{KEDA_VERSION}",
         build.templates()[DISAGGREGATED],
-        _role_id(gateway.keda_role),
+        _logical_id(gateway.keda_role),
         exceptions={"aps:QueryMetrics": "the disaggregated gateway renders aws-cloudwatch triggers only"},
     )
 
@@ -184,18 +184,12 @@ def test_operator_role_is_the_managed_policy_within_its_naming_scope(
     and writes only to hyperpod-tls* buckets (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/
     AmazonSageMakerHyperPodInferenceAccess.html; ../shared/reference/tier3-hyperpod.md, operator role row)."""
     operator, template = hyperpod
-    role = template["Resources"][_role_id(operator.operator_role)]["Properties"]
+    role = template["Resources"][_logical_id(operator.operator_role)]["Properties"]
     (arn,) = role["ManagedPolicyArns"]
     assert arn["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"
     assert role["RoleName"].startswith(OPERATOR_ROLE_PREFIX)
-    bucket = template["Resources"][_role_id_of_bucket(operator)]["Properties"]["BucketName"]
+    bucket = template["Resources"][_logical_id(operator.tls_bucket)]["Properties"]["BucketName"]
     assert bucket["Fn::Join"][1][0].startswith(TLS_BUCKET_PREFIX)
-
-
-def _role_id_of_bucket(operator: HyperPodInferenceOperator) -> str:
-    resource = operator.tls_bucket.node.default_child
-    assert isinstance(resource, cdk.CfnResource)
-    return cdk.Stack.of(operator).get_logical_id(resource)
 
 
 def test_amp_scraper_has_no_role_of_the_project(tmp_path: Path) -> None:
