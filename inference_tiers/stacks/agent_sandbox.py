@@ -303,6 +303,9 @@ class AgentSandboxStack(Stack):
             chart.node.add_dependency(self.eks.system_nodegroup)
         # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
         self.exporters = ClusterExporters(self, "Exporters", cluster=cluster)
+        self.exporters.kube_state_metrics.node.add_dependency(self.eks.system_nodegroup)
+        # kata-deploy's DaemonSet runs on the nodes Karpenter launches.
+        self.kata.kata_chart.node.add_dependency(self.karpenter.chart)
         tenancy = settings.tenancy_spec()
         # Named for the admission policy it holds, whose logical id (and so the deployed policy) stays as it was.
         self.isolation = SandboxIsolation(

@@ -303,6 +303,9 @@ class DisaggregatedStack(Stack):
         self.device_plugins = GpuDevicePlugins(self, "DevicePlugins", cluster=cluster)
         # kube-state-metrics and the EFA exporter, for the AMP scraper (docs/observability.md).
         self.exporters = ClusterExporters(self, "Exporters", cluster=cluster, efa_exporter=EfaExporterSpec())
+        # Each chart after the nodes its pods run on, so that they are removed before those nodes on delete.
+        self.device_plugins.node.add_dependency(self.gpu_nodes.nodegroup)
+        self.exporters.kube_state_metrics.node.add_dependency(self.eks.system_nodegroup)
 
         self.serving = DisaggregatedServing(
             self,

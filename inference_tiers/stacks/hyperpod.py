@@ -365,6 +365,8 @@ class HyperPodStack(Stack):
         self.dependency_chart = HyperPodDependencyChart(
             self, "DependencyChart", cluster=cluster, chart_directory=self._chart_directory()
         )
+        # Its controllers run on the system nodes until the HyperPod nodes join (its DaemonSets run there).
+        self.dependency_chart.chart.node.add_dependency(self.eks.system_nodegroup)
         self.hyperpod = HyperPodCluster(
             self,
             "HyperPod",

@@ -4,7 +4,8 @@ Written for this project from the controller's documented needs (ELBv2, its secu
 look-ups the controller performs on every ALB it reconciles), scoped to this account and region, and, like the
 controller's reference policy, limited to resources carrying its ownership tag for every change and deletion of
 load balancers, target groups and security groups. Read-only EC2/ELB/ACM/WAF calls support no resource-level
-permissions.
+permissions. Every action of the controller's reference policy at the release the add-on bundles (v2.13.2,
+docs/install/iam_policy.json) is granted: tests/common/test_iam_reference.py checks it against a vendored copy.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _DESCRIBE = [
     "ec2:DescribeCoipPools",
     "ec2:GetCoipPoolUsage",
     "ec2:GetSecurityGroupsForVpc",
+    "ec2:DescribeIpamPools",
     "elasticloadbalancing:DescribeLoadBalancers",
     "elasticloadbalancing:DescribeLoadBalancerAttributes",
     "elasticloadbalancing:DescribeListeners",
@@ -40,8 +42,11 @@ _DESCRIBE = [
     "elasticloadbalancing:DescribeTargetHealth",
     "elasticloadbalancing:DescribeTags",
     "elasticloadbalancing:DescribeTrustStores",
+    "elasticloadbalancing:DescribeCapacityReservation",
     "acm:ListCertificates",
     "acm:DescribeCertificate",
+    "iam:ListServerCertificates",
+    "iam:GetServerCertificate",
     "cognito-idp:DescribeUserPoolClient",
     "wafv2:GetWebACL",
     "wafv2:GetWebACLForResource",
@@ -71,10 +76,10 @@ _MANAGE_LISTENERS = [
     "elasticloadbalancing:CreateRule",
     "elasticloadbalancing:DeleteRule",
     "elasticloadbalancing:ModifyListener",
-    "elasticloadbalancing:ModifyListenerAttributes",
     "elasticloadbalancing:ModifyRule",
     "elasticloadbalancing:AddListenerCertificates",
     "elasticloadbalancing:RemoveListenerCertificates",
+    "elasticloadbalancing:SetRulePriorities",
 ]
 
 _MANAGE_OWN_LOAD_BALANCERS = [
@@ -87,6 +92,19 @@ _MANAGE_OWN_LOAD_BALANCERS = [
     "elasticloadbalancing:ModifyTargetGroup",
     "elasticloadbalancing:ModifyTargetGroupAttributes",
     "elasticloadbalancing:DeleteTargetGroup",
+    "elasticloadbalancing:ModifyCapacityReservation",
+    "elasticloadbalancing:ModifyIpPools",
+]
+
+# What an Ingress's WAF and Shield annotations ask of the controller: it associates the web ACL with the load
+# balancer and adds or removes its Shield Advanced protection. The reference policy grants these on "*".
+_PROTECTION = [
+    "wafv2:AssociateWebACL",
+    "wafv2:DisassociateWebACL",
+    "waf-regional:AssociateWebACL",
+    "waf-regional:DisassociateWebACL",
+    "shield:CreateProtection",
+    "shield:DeleteProtection",
 ]
 
 _TARGETS = ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"]
@@ -104,6 +122,7 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
     security_groups = [f"{ec2}:security-group/*"]
     return [
         iam.PolicyStatement(sid="Describe", actions=_DESCRIBE, resources=["*"]),
+        iam.PolicyStatement(sid="ProtectLoadBalancers", actions=_PROTECTION, resources=["*"]),
         iam.PolicyStatement(
             sid="ElbServiceLinkedRole",
             actions=["iam:CreateServiceLinkedRole"],
@@ -135,6 +154,13 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
             sid="ManageOwnLoadBalancers",
             actions=_MANAGE_OWN_LOAD_BALANCERS,
             resources=load_balancers,
+            conditions=_ALREADY_TAGGED,
+        ),
+        iam.PolicyStatement(
+            sid="ManageOwnListenerAttributes",
+            # Tag-conditioned like the other changes of the reference policy's ownership statement.
+            actions=["elasticloadbalancing:ModifyListenerAttributes"],
+            resources=[f"{elb}:listener/*"],
             conditions=_ALREADY_TAGGED,
         ),
         iam.PolicyStatement(sid="ManageTargets", actions=_TARGETS, resources=[f"{elb}:targetgroup/*"]),

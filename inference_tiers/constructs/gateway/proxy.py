@@ -652,11 +652,13 @@ class LiteLLMGateway(Construct):
                 ),
             },
         )
-        # The Data API runs statements only on an available writer (Aurora user guide, Data API limitations),
-        # and the migration task pulls its image through the private subnets' NAT routes: wait for the whole
-        # cluster, instances included, and for those routes.
+        # The Data API runs statements only on an available writer (Aurora user guide, Data API limitations);
+        # the task runs as the task and execution roles in the private subnets and pulls its image through their
+        # NAT routes: wait for the whole cluster (instances included), the roles' policies and those routes.
         migration.node.add_dependency(
             database.cluster,
+            self.task_role,
+            self.task_definition,
             subnets.internet_connectivity_established,
         )
         return migration

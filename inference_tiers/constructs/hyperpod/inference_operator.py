@@ -19,6 +19,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import sagemaker_principal
@@ -314,7 +315,14 @@ class HyperPodInferenceOperator(Construct):
             self,
             "AwsSolutions-IAM5[Resource::*]",
             "CloudWatch metric reads, FSx DescribeFileSystems and the load-balancer controller's EC2/ELB/ACM/"
-            "WAF describe calls support no resource-level permissions",
+            "WAF describe calls support no resource-level permissions; the controller's WAF and Shield "
+            "associations name web ACLs and protections chosen per Ingress, as in its reference policy",
+        )
+        skip_check(
+            self.load_balancer_controller_role.node.find_child("DefaultPolicy"),
+            "CKV_AWS_111",
+            "Only the controller's WAF and Shield associations are writes on *, as in its v2.13.2 reference "
+            "policy: the web ACL and protection are chosen per Ingress by annotation, unknown at synth",
         )
         elb = "arn:<AWS::Partition>:elasticloadbalancing:<AWS::Region>:<AWS::AccountId>"
         ec2 = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>"
