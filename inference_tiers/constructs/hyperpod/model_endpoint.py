@@ -68,6 +68,17 @@ class HyperPodModelEndpoint(Construct):
                     instance_type,
                     f"an instance type of the HyperPod cluster's instance groups: {', '.join(offered)}",
                 )
+        kv_cache = endpoint.kv_cache
+        tiered = kv_cache.tiered_storage_memory_percent if kv_cache else None
+        if tiered is not None and hyperpod_cluster.tiered_storage_memory_percent != tiered:
+            # Without the cluster's daemon the operator has no tieredstorage backend to offload to.
+            raise args.error(
+                "endpoint.kv_cache.tiered_storage_memory_percent",
+                tiered,
+                "the HyperPod cluster's tiered_storage_memory_percent "
+                f"({hyperpod_cluster.tiered_storage_memory_percent}): the tieredstorage L2 tier is the cluster's "
+                "TieredStorageConfig",
+            )
         if adapter_key is not None:
             args.implements("adapter_key", adapter_key, kms.IKey)
             if endpoint.lora is None:
@@ -113,7 +124,8 @@ class HyperPodModelEndpoint(Construct):
     def metric(self, metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
         """A metric of the registered SageMaker endpoint (``AWS/SageMaker``); needs ``endpoint_name``."""
         args = Args("HyperPodModelEndpoint.metric")
-        if self.endpoint.endpoint_name is None:
+        endpoint_name = self.endpoint.registered_endpoint_name
+        if endpoint_name is None:
             raise args.error(
                 "metric_name",
                 metric_name,
@@ -128,7 +140,7 @@ class HyperPodModelEndpoint(Construct):
         return cloudwatch.Metric(
             namespace="AWS/SageMaker",
             metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint.endpoint_name, "VariantName": "AllTraffic"},
+            dimensions_map={"EndpointName": endpoint_name, "VariantName": "AllTraffic"},
             statistic=statistic,
             period=Duration.minutes(1),
         )
