@@ -737,6 +737,13 @@ class InferenceEndpoint:
                 )
         if self.prefill_decode is not None:
             pd = args.instance("prefill_decode", self.prefill_decode, PrefillDecode, "a PrefillDecode")
+            if self.autoscaling is not None:
+                # Prefill and decode are two Deployments: each scales with its own pdSpec.autoScalingSpec.
+                raise args.error(
+                    "autoscaling",
+                    self.autoscaling.min_replicas,
+                    "None when prefill_decode is set (each PdRole has its own autoscaling)",
+                )
             if not serves_lmcache(image):
                 raise args.error("worker.image", image, f"{lmcache} when prefill_decode is set")
             for index, instance_type in enumerate(types):

@@ -81,6 +81,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     ELASTICACHE_URL,
     L2_BACKENDS,
     LMCACHE_IMAGE_REPOSITORIES,
+    PD_INSTANCE_TYPES,
     ROUTING_STRATEGIES,
     AutoScaling,
     CloudWatchTrigger,
@@ -90,6 +91,8 @@ from inference_tiers.k8s.hyperpod_inference import (
     KvCache,
     LoraServing,
     ModelSource,
+    PdRole,
+    PrefillDecode,
     PrometheusTrigger,
     RequestLimits,
     S3ModelSource,
@@ -215,10 +218,26 @@ class HyperPodSettings:
         optional(choice(*ROUTING_STRATEGIES)),
         "operator intelligent routing (creation-only: a change deploys a new endpoint); null: off",
     )
+    prefill_decode: bool = setting(
+        boolean(), "operator disaggregated prefill/decode over EFA (pdSpec; p5-class types, LMCache image)"
+    )
+    prefill_tensor_parallel_size: int | None = setting(
+        optional(integer(1, 8)), "tensor parallelism of the prefill pods; null: every GPU of the instance"
+    )
+    decode_tensor_parallel_size: int | None = setting(
+        optional(integer(1, 8)), "tensor parallelism of the decode pods; null: every GPU of the instance"
+    )
+    prefill_max_replicas: int = setting(integer(1, 64), "autoscaling maximum of the prefill pods")
+    decode_max_replicas: int = setting(integer(1, 64), "autoscaling maximum of the decode pods")
+    pd_routing_threshold: int = setting(
+        integer(0, 1048576),
+        "input tokens from which a request is prefilled remotely (shorter ones: by the decode pod); 0: always",
+    )
 
     def __post_init__(self) -> None:
         self._check_inference_gateway()
         self._check_operator_features()
+        self._check_prefill_decode()
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -305,6 +324,42 @@ class HyperPodSettings:
                     getattr(pool, bound),
                     f"{getattr(self, bound)}, equal to hyperpod.{bound}: both bound the one ScaledObject the "
                     "operator creates (set both keys to the same value)",
+                )
+
+    def _check_prefill_decode(self) -> None:
+        """Prefill/decode: the instance types AWS supports, an LMCache image, roles that fit the node."""
+        if not self.prefill_decode:
+            return
+        for key, value in (
+            ("instance_type", self.instance_type),
+            *(("instance_type_priority", t) for t in self.instance_type_priority),
+        ):
+            if value not in PD_INSTANCE_TYPES:
+                raise ConfigError(
+                    f"hyperpod.{key}",
+                    value,
+                    f"one of {', '.join(PD_INSTANCE_TYPES)} when prefill_decode is true (AWS DPD instance types)",
+                )
+        if not serves_lmcache(self.vllm_image):
+            raise ConfigError(
+                "hyperpod.vllm_image",
+                self.vllm_image,
+                f"an image of {' or '.join(LMCACHE_IMAGE_REPOSITORIES)} when prefill_decode is true (the "
+                "operator moves KV with LMCache and NIXL)",
+            )
+        if self.inference_gateway is not None:
+            raise ConfigError(
+                "hyperpod.prefill_decode",
+                self.prefill_decode,
+                "false when hyperpod.inference_gateway is set: its Endpoint Picker would send whole requests to "
+                "prefill or decode pods, past the operator's prefill/decode router",
+            )
+        # Every DPD instance type has 8 GPUs, the most the tensor parallelism keys accept.
+        for role in ("prefill", "decode"):
+            bound = getattr(self, f"{role}_max_replicas")
+            if bound < self.min_replicas:
+                raise ConfigError(
+                    f"hyperpod.{role}_max_replicas", bound, f"at least min_replicas ({self.min_replicas})"
                 )
 
     def _check_operator_features(self) -> None:
@@ -606,6 +661,18 @@ class HyperPodStack(Stack):
             trigger = CloudWatchTrigger.sagemaker_invocations(
                 settings.registered_endpoint_name, settings.scaling_target
             )
+        # Prefill and decode are two Deployments, each with its own autoscaling (pdSpec.autoScalingSpec).
+        autoscaling = AutoScaling(
+            settings.min_replicas,
+            settings.max_replicas,
+            trigger,
+            # At zero the gateway wakes the model on new connections: idle ones must be gone by then.
+            **(
+                {"cooldown_seconds": SCALE_TO_ZERO_COOLDOWN_SECONDS}
+                if settings.inference_gateway is not None and settings.min_replicas == 0
+                else {}
+            ),
+        )
         return InferenceEndpoint(
             name=settings.model_name,
             instance_types=settings.instance_type_priority or (settings.instance_type,),
@@ -618,22 +685,30 @@ class HyperPodStack(Stack):
             endpoint_name=settings.endpoint_name,
             replicas=max(1, settings.min_replicas),
             request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
-            autoscaling=AutoScaling(
-                settings.min_replicas,
-                settings.max_replicas,
-                trigger,
-                # At zero the gateway wakes the model on new connections: idle ones must be gone by then.
-                **(
-                    {"cooldown_seconds": SCALE_TO_ZERO_COOLDOWN_SECONDS}
-                    if settings.inference_gateway is not None and settings.min_replicas == 0
-                    else {}
-                ),
-            ),
+            autoscaling=None if settings.prefill_decode else autoscaling,
             threads_per_core=settings.threads_per_core,
             lora=self._lora(),
             kv_cache=self._kv_cache(),
             routing=settings.routing,
+            prefill_decode=self._prefill_decode(trigger) if settings.prefill_decode else None,
         )
+
+    def _prefill_decode(
+        self, trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
+    ) -> PrefillDecode:
+        """Both roles scale on the tier's metric and target, each between max(1, min_replicas) and its own max."""
+        settings = self.settings
+        low = max(1, settings.min_replicas)
+
+        def role(name: str) -> PdRole:
+            return PdRole(
+                tensor_parallel_size=getattr(settings, f"{name}_tensor_parallel_size")
+                or settings.instance.gpus,
+                replicas=low,
+                autoscaling=AutoScaling(low, getattr(settings, f"{name}_max_replicas"), trigger),
+            )
+
+        return PrefillDecode(role("prefill"), role("decode"), routing_threshold=settings.pd_routing_threshold)
 
     def _kv_cache(self) -> KvCache | None:
         settings = self.settings

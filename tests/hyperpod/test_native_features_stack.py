@@ -35,6 +35,15 @@ TIERED_L2 = {
     "hyperpod.tiered_storage_memory_percent": 20,
     "hyperpod.routing_strategy": "prefixaware",
 }
+# The tieredstorage build also runs prefill/decode (one synth for both): p5 is a DPD instance type.
+TIERED_PD = {
+    **TIERED_L2,
+    "hyperpod.instance_type": "ml.p5.48xlarge",
+    "hyperpod.prefill_decode": True,
+    "hyperpod.decode_tensor_parallel_size": 4,
+    "hyperpod.decode_max_replicas": 4,
+    "hyperpod.pd_routing_threshold": 2048,
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +53,7 @@ def redis_build() -> TierBuild:
 
 @pytest.fixture(scope="module")
 def tiered_build() -> TierBuild:
-    return build_tier("hyperpod", **TIERED_L2)
+    return build_tier("hyperpod", **TIERED_PD)
 
 
 def _document(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,6 +118,24 @@ def test_redis_l2_is_an_encrypted_valkey_in_the_vpc_reached_by_the_nodes_only(re
     assert spec["l2CacheSpec"] == {"l2CacheBackend": "redis", "l2CacheLocalUrl": "rediss://token:token"}
 
 
+def test_prefill_decode_roles_scale_separately_with_efa(tiered_build: TierBuild) -> None:
+    spec = _document(tiered_build.template().to_json())["spec"]
+    pd = spec["pdSpec"]
+    # The single Deployment's autoscaling would be ignored: each role has its own.
+    assert "autoScalingSpec" not in spec
+    assert pd["routingThreshold"] == 2048
+    assert pd["prefillSpec"]["args"] == ["--tensor-parallel-size", "8"]
+    assert pd["decodingSpec"]["args"] == ["--tensor-parallel-size", "4"]
+    # p5.48xlarge: 32 EFA devices for 8 GPUs.
+    assert pd["prefillSpec"]["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+    assert pd["decodingSpec"]["resources"]["limits"]["vpc.amazonaws.com/efa"] == "16"
+    scaling = pd["autoScalingSpec"]
+    assert scaling["prefillAutoScaling"]["maxReplicaCount"] == 2
+    assert scaling["decodingAutoScaling"]["maxReplicaCount"] == 4
+    trigger = scaling["decodingAutoScaling"]["cloudWatchTrigger"]
+    assert {"name": "EndpointName", "value": spec["endpointName"]} in trigger["dimensions"]
+
+
 def test_every_rendered_config_validates_strictly(tiered_build: TierBuild, redis_build: TierBuild) -> None:
     for build in (tiered_build, redis_build):
         document = _document(build.template().to_json())
@@ -157,6 +184,43 @@ def _parse(**overrides: Any) -> HyperPodSettings:
     ("overrides", "key", "accepted"),
     [
         ({"hyperpod.kv_cache_l1": True}, "hyperpod.vllm_image", "an image of lmcache/vllm-openai or"),
+        (
+            {"hyperpod.prefill_decode": True, "hyperpod.vllm_image": LMCACHE},
+            "hyperpod.instance_type",
+            "one of ml.p5.48xlarge, ml.p5e.48xlarge, ml.p5en.48xlarge, ml.p6-b200.48xlarge, "
+            "ml.p6-b300.48xlarge when prefill_decode is true",
+        ),
+        (
+            {**TIERED_PD, "hyperpod.instance_type_priority": ["ml.p5.48xlarge", "ml.g5.48xlarge"]},
+            "hyperpod.instance_type_priority",
+            "when prefill_decode is true",
+        ),
+        (
+            {
+                **TIERED_PD,
+                "hyperpod.vllm_image": "vllm/vllm-openai:v0.10.1",
+                "hyperpod.kv_cache_l1": False,
+                "hyperpod.kv_cache_l2": "",
+                "hyperpod.tiered_storage_memory_percent": "",
+            },
+            "hyperpod.vllm_image",
+            "when prefill_decode is true (the operator moves KV with LMCache and NIXL)",
+        ),
+        (
+            {
+                **TIERED_PD,
+                "hyperpod.routing_strategy": "",
+                "hyperpod.scaling_metric": "prometheus",
+                "hyperpod.inference_gateway": '{"pools":{"model":{"min_replicas":1,"max_replicas":2}}}',
+            },
+            "hyperpod.prefill_decode",
+            "false when hyperpod.inference_gateway is set",
+        ),
+        (
+            {**TIERED_PD, "hyperpod.prefill_max_replicas": 1, "hyperpod.min_replicas": 2},
+            "hyperpod.prefill_max_replicas",
+            "at least min_replicas (2)",
+        ),
         (
             {"hyperpod.kv_cache_l2": "redis"},
             "hyperpod.vllm_image",
@@ -230,6 +294,8 @@ def test_invalid_combinations_are_refused_naming_the_key(
         ("hyperpod.routing_strategy", "random"),
         ("hyperpod.tiered_storage_memory_percent", 0),
         ("hyperpod.kv_cache_redis_url", "redis://10.0.0.5:6379"),
+        ("hyperpod.pd_routing_threshold", -1),
+        ("hyperpod.decode_tensor_parallel_size", 16),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(key: str, value: Any) -> None:

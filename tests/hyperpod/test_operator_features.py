@@ -186,6 +186,13 @@ def test_image_repository_drops_tag_and_digest() -> None:
             r"'instance_types\[0\]' got 'ml.g6e.48xlarge'; expected one of ml.p5.48xlarge, .* when prefill_decode",
         ),
         (
+            {
+                "prefill_decode": PDS["pd"],
+                "autoscaling": AutoScaling(1, 2, CloudWatchTrigger.sagemaker_invocations("chat", 60)),
+            },
+            r"'autoscaling' got 1; expected None when prefill_decode is set",
+        ),
+        (
             {"prefill_decode": PrefillDecode(PdRole(16), PdRole(8))},
             r"'prefill_decode.prefill.tensor_parallel_size' got 16; expected 1 to 8",
         ),
