@@ -18,6 +18,7 @@ from constructs import Construct
 
 from inference_tiers.config import (
     AccountRequirements,
+    AddonFeature,
     ConfigError,
     ImageNeed,
     InstanceNeed,
@@ -66,7 +67,11 @@ from inference_tiers.constructs.hyperpod.dependencies import (
 from inference_tiers.constructs.hyperpod.inference_operator import (
     DEFAULT_ADDON_VERSIONS as OPERATOR_ADDON_VERSIONS,
 )
-from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    INFERENCE_ADDON,
+    OPERATOR_FEATURE_MINIMUMS,
+    HyperPodInferenceOperator,
+)
 from inference_tiers.constructs.hyperpod.kv_cache import HyperPodKvCacheStore
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
 from inference_tiers.constructs.hyperpod.network import HyperPodNetwork, hyperpod_ips_per_instance
@@ -436,6 +441,22 @@ class HyperPodSettings:
     def tensor_parallel(self) -> int:
         return self.tensor_parallel_size or self.instance.gpus
 
+    def _addon_features(self) -> tuple[AddonFeature, ...]:
+        """The operator features these settings turn on, for preflight's add-on check."""
+        kv_key = "hyperpod.kv_cache_l1" if self.kv_cache_l1 else "hyperpod.kv_cache_l2"
+        chosen = {
+            "the KV cache (kvCacheSpec)": kv_key if self.kv_cache_l1 or self.kv_cache_l2 else None,
+            "intelligent routing (intelligentRoutingSpec)": "hyperpod.routing_strategy"
+            if self.routing_strategy
+            else None,
+            "prefill/decode (pdSpec)": "hyperpod.prefill_decode" if self.prefill_decode else None,
+        }
+        return tuple(
+            AddonFeature(INFERENCE_ADDON, feature, key, *OPERATOR_FEATURE_MINIMUMS[feature])
+            for feature, key in chosen.items()
+            if key
+        )
+
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(
             instances=(
@@ -463,6 +484,7 @@ class HyperPodSettings:
                     else ()
                 ),
             ),
+            addon_features=self._addon_features(),
             images=(
                 ImageNeed(self.vllm_image, "hyperpod.vllm_image"),
                 *(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from inference_tiers.constructs.eks.hyperpod_gateway import hyperpod_model_pool
 from inference_tiers.k8s.hyperpod_inference import (
     AutoScaling,
     CloudWatchTrigger,
@@ -247,3 +248,16 @@ def test_operator_rejected_combinations_are_refused(overrides: dict[str, Any], m
 def test_invalid_feature_arguments_are_refused(build: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build()
+
+
+@pytest.mark.parametrize("field", ["routing", "prefill_decode"])
+def test_the_istio_gateway_is_refused_beside_the_operators_routers(field: str) -> None:
+    value = {"routing": IntelligentRouting(), "prefill_decode": PDS["pd"]}[field]
+    with pytest.raises(
+        ValueError,
+        match=rf"hyperpod_model_pool: parameter 'endpoint.{field}' got .*; expected None behind the inference "
+        "gateway",
+    ):
+        hyperpod_model_pool(endpoint(**{field: value}))
+    # Without them the pool selects the operator's pods by their app label (metadata.name).
+    assert hyperpod_model_pool(endpoint()).selector == {"app": "chat"}
