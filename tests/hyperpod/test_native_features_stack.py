@@ -4,6 +4,7 @@ refusals that name the key, and the gates (cdk-nag both packs, cfn-lint, checkov
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -146,7 +147,7 @@ def test_every_rendered_config_validates_strictly(tiered_build: TierBuild, redis
 def test_a_routing_change_deploys_a_new_endpoint_config(
     tiered_build: TierBuild, redis_build: TierBuild, tier_build: Callable[[str], TierBuild]
 ) -> None:
-    names = {}
+    names, resources = {}, {}
     for strategy, build in (
         ("off", tier_build("hyperpod")),
         ("prefixaware", tiered_build),
@@ -155,13 +156,23 @@ def test_a_routing_change_deploys_a_new_endpoint_config(
         template = build.template().to_json()
         document = _document(template)
         names[strategy] = document["metadata"]["name"]
+        (resources[strategy],) = [
+            logical_id
+            for logical_id, r in template["Resources"].items()
+            if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
+            and "InferenceEndpointConfig" in json.dumps(r["Properties"]["Manifest"])
+        ]
         outputs = template["Outputs"]
         # The registered endpoint is renewed with it (two resources cannot register one SageMaker name).
         assert outputs["SageMakerEndpointName"]["Value"] == document["spec"]["endpointName"]
     assert names["off"] == "llama-3-1-8b-instruct"
     assert names["prefixaware"].startswith("llama-3-1-8b-instruct-")
-    # Another name is another Kubernetes object: the manifest custom resource creates it and deletes the old.
     assert len(set(names.values())) == 3
+    # The custom resource is replaced, not updated: CloudFormation applies the new object, then deletes the old
+    # one (an update's `kubectl apply --prune` would leave the old custom resource running).
+    assert len(set(resources.values())) == 3
+    assert resources["off"].startswith("ModelManifest")
+    assert names["kvaware"].rsplit("-", 1)[1].upper() in resources["kvaware"].upper()
     routing = _document(redis_build.template().to_json())["spec"]["intelligentRoutingSpec"]
     assert routing == {"enabled": True, "routingStrategy": "kvaware"}
 

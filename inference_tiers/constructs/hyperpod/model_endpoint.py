@@ -17,6 +17,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     USER_ASSIGNABLE_LABEL,
     InferenceEndpoint,
     LoraServing,
+    creation_suffix,
     render_inference_endpoint_config,
 )
 from inference_tiers.k8s.inference_gateway_lora import lora_service_account
@@ -86,8 +87,15 @@ class HyperPodModelEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.endpoint = endpoint
         self.document = render_inference_endpoint_config(endpoint)
+        # Creation-only fields rename the custom resource too: CloudFormation then creates the new object and
+        # deletes the old one (an update would `kubectl apply --prune`, whose default allowlist has no custom
+        # resources, leaving the old endpoint running; aws-cdk-lib 2.275 aws-eks-v2 kubectl-handler/apply).
         self.manifest = eks.KubernetesManifest(
-            self, "Manifest", cluster=cluster, manifest=[self.document], overwrite=True
+            self,
+            "Manifest" + creation_suffix(endpoint.routing).replace("-", ""),
+            cluster=cluster,
+            manifest=[self.document],
+            overwrite=True,
         )
         self.manifest.node.add_dependency(operator.addon)
         self.lora_role: iam.Role | None = None
