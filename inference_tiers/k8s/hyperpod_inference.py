@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -706,7 +706,7 @@ class InferenceEndpoint:
                     "a smaller tiered_storage_memory_percent or a larger instance type",
                 )
 
-    def _check_operator_features(self, args: Args, types: list[str]) -> None:
+    def _check_operator_features(self, args: Args, types: Sequence[str]) -> None:
         """KV cache, intelligent routing and prefill/decode: what the operator rejects or silently ignores."""
         image = self.worker.image
         lmcache = (
