@@ -89,12 +89,6 @@ class HyperPodKvCacheStore(Construct):
         )
         acknowledge(self.resource, "AwsSolutions-AEC6", no_auth)
         skip_check(self.resource, "CKV_AWS_31", no_auth)
-        acknowledge(
-            self.resource,
-            "AwsSolutions-AEC5",
-            "6379 is what LMCache's rediss:// URL expects by default; the port is reachable from the HyperPod "
-            "node security group only",
-        )
 
     @property
     def url(self) -> str:
