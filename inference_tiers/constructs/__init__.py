@@ -80,6 +80,7 @@ from inference_tiers.constructs.sandbox import (
     Karpenter,
     KataSandboxNodes,
     PodIdentityRole,
+    SandboxIsolation,
     SandboxTenant,
 )
 
@@ -142,6 +143,7 @@ __all__ = [
     "RegexFilter",
     "SageMakerLlmEndpoint",
     "SageMakerTarget",
+    "SandboxIsolation",
     "SandboxTenant",
     "ScalingOptions",
     "ServiceBackend",
