@@ -137,6 +137,13 @@ def test_prefill_decode_roles_scale_separately_with_efa(tiered_build: TierBuild)
     assert {"name": "EndpointName", "value": spec["endpointName"]} in trigger["dimensions"]
 
 
+def test_a_given_redis_url_is_used_and_no_cache_is_created() -> None:
+    url = "rediss://kv.abc123.usw2.cache.amazonaws.com:6379"
+    template = build_tier("hyperpod", **REDIS_L2, **{"hyperpod.kv_cache_redis_url": url}).template().to_json()
+    assert logical_ids(template, "AWS::ElastiCache::ReplicationGroup") == []
+    assert _document(template)["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == url
+
+
 def test_every_rendered_config_validates_strictly(tiered_build: TierBuild, redis_build: TierBuild) -> None:
     for build in (tiered_build, redis_build):
         document = _document(build.template().to_json())
