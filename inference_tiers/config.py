@@ -271,6 +271,19 @@ def addon_pins(versions: Mapping[str, str], pinned_in: str) -> tuple[AddonPin, .
     return tuple(AddonPin(name, version, pinned_in) for name, version in versions.items())
 
 
+@dataclass(frozen=True)
+class AddonFeature:
+    """A feature the settings turn on (``set_by``), served by EKS add-on ``addon`` from build
+    ``minimum_version``; None where no public source names that build (preflight then says how to confirm
+    it on the cluster). ``source`` is the evidence for the minimum."""
+
+    addon: str
+    feature: str
+    set_by: str
+    minimum_version: str | None
+    source: str
+
+
 ImageSource = Literal["uri", "aws-dlc", "asset"]
 
 
@@ -299,6 +312,7 @@ class AccountRequirements:
     capacity_reservation_ids: tuple[str, ...] = ()
     availability_zone_ids: tuple[str, ...] = ()
     eks_addons: tuple[AddonPin, ...] = ()
+    addon_features: tuple[AddonFeature, ...] = ()
     images: tuple[ImageNeed, ...] = ()
 
 

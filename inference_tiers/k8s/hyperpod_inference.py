@@ -10,8 +10,10 @@ validate against the operator's CRD schema. Field names and defaults: ``spec.ver
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -397,6 +399,180 @@ class AutoScaling:
         }
 
 
+# KV caching and intelligent routing "currently support only vLLM-based inference containers" (AWS DG,
+# sagemaker-hyperpod-model-deployment-caching-routing); the operator's KV layer is LMCache, which the AWS
+# samples get from lmcache/vllm-openai (aws/sagemaker-hyperpod-cli@011ca927, helm_chart/HyperPodHelmChart/charts/
+# inference-operator/config/samples/v1_llama31_8b_kv_cache_l1_l2.yaml) and the DPD page from the AWS vLLM
+# DLC (public.ecr.aws/deep-learning-containers/vllm:server-hyperpod-cuda-v1.1). Repository suffixes, so that
+# an ECR pull-through or private mirror of the same image passes.
+LMCACHE_IMAGE_REPOSITORIES = ("lmcache/vllm-openai", "deep-learning-containers/vllm")
+# CRD v1 spec.kvCacheSpec.l2CacheSpec.l2CacheBackend pattern (?i)redis|tieredstorage.
+L2_BACKENDS = ("tieredstorage", "redis")
+# CRD v1 spec.intelligentRoutingSpec.routingStrategy enum; prefixaware is the CRD default.
+ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
+# Prefill/decode (pdSpec) instance types (AWS DG sagemaker-hyperpod-model-deployment-dpd; field-scan §1.3).
+PD_INSTANCE_TYPES = (
+    "ml.p5.48xlarge",
+    "ml.p5e.48xlarge",
+    "ml.p5en.48xlarge",
+    "ml.p6-b200.48xlarge",
+    "ml.p6-b300.48xlarge",
+)
+# ElastiCache endpoints (always inside a VPC) as LMCache's Redis connector parses them: rediss:// is TLS
+# (LMCache/LMCache lmcache/v1/storage_backend/connector/redis_adapter.py@0e65d2fc, can_parse).
+ELASTICACHE_URL = r"rediss://[a-z0-9.-]+\.cache\.amazonaws\.com(\.cn)?:[0-9]{1,5}"
+
+
+def image_repository(image: str) -> str:
+    """The repository of ``image`` without its tag or digest (``lmcache/vllm-openai:v0.3.7`` -> ``lmcache/vllm-openai``)."""
+    head, _, last = image.split("@", 1)[0].rpartition("/")
+    last = last.split(":", 1)[0]
+    return f"{head}/{last}" if head else last
+
+
+def serves_lmcache(image: str) -> bool:
+    return image_repository(image).endswith(LMCACHE_IMAGE_REPOSITORIES)
+
+
+def serves_vllm(image: str) -> bool:
+    return "vllm" in image_repository(image).rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class KvCache:
+    """The operator's KV cache (``spec.kvCacheSpec``): L1 offload to CPU memory, and an optional L2 tier.
+
+    ``tieredstorage``: the HyperPod cluster's managed tiered storage daemon (``TieredStorageConfig``), which
+    takes ``tiered_storage_memory_percent`` of every node's memory. ``redis``: an ElastiCache (Valkey or Redis
+    OSS) cluster inside the HyperPod cluster's VPC, reached over TLS at ``redis_url``.
+    """
+
+    l1: bool = True
+    l2_backend: str | None = None
+    redis_url: str | None = None
+    """``rediss://<ElastiCache endpoint>:<port>``; only with ``l2_backend`` redis."""
+    tiered_storage_memory_percent: int | None = None
+    """The cluster's ``InstanceMemoryAllocationPercentage``; only (and required) with tieredstorage."""
+
+    def __post_init__(self) -> None:
+        args = Args("KvCache")
+        args.boolean("l1", self.l1)
+        if self.l2_backend is not None:
+            args.one_of("l2_backend", self.l2_backend, L2_BACKENDS)
+        elif not self.l1:
+            raise args.error("l1", self.l1, "True, or an l2_backend: a KvCache with neither caches nothing")
+        if self.l2_backend == "redis":
+            if self.redis_url is None:
+                raise args.error(
+                    "redis_url", None, "the URL of the ElastiCache cluster when l2_backend is redis"
+                )
+            args.text(
+                "redis_url",
+                self.redis_url,
+                pattern=ELASTICACHE_URL,
+                description="rediss://<ElastiCache endpoint>:<port> (TLS, inside the VPC; never an outside cache)",
+            )
+        elif self.redis_url is not None:
+            raise args.error("redis_url", self.redis_url, "None unless l2_backend is redis")
+        if self.l2_backend == "tieredstorage":
+            if self.tiered_storage_memory_percent is None:
+                raise args.error(
+                    "tiered_storage_memory_percent",
+                    None,
+                    "the cluster's TieredStorageConfig memory share (1-100) when l2_backend is tieredstorage",
+                )
+            # ClusterTieredStorageConfig.InstanceMemoryAllocationPercentage: 0-100 (botocore sagemaker
+            # service-2.json 1.44.8); 0 would leave the L2 tier without memory.
+            args.integer(
+                "tiered_storage_memory_percent", self.tiered_storage_memory_percent, minimum=1, maximum=100
+            )
+        elif self.tiered_storage_memory_percent is not None:
+            raise args.error(
+                "tiered_storage_memory_percent",
+                self.tiered_storage_memory_percent,
+                "None unless l2_backend is tieredstorage",
+            )
+
+    @property
+    def reserved_memory_percent(self) -> int:
+        """The share of node memory the tiered storage daemon holds (0 without it)."""
+        return self.tiered_storage_memory_percent or 0
+
+    def render(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"enableL1Cache": self.l1, "enableL2Cache": self.l2_backend is not None}
+        if self.l2_backend is not None:
+            # The docs: l2CacheLocalUrl is not needed for tieredstorage (the daemon is on every node).
+            spec["l2CacheSpec"] = {
+                "l2CacheBackend": self.l2_backend,
+                **({"l2CacheLocalUrl": self.redis_url} if self.redis_url else {}),
+            }
+        return spec
+
+
+@dataclass(frozen=True)
+class IntelligentRouting:
+    """The operator's router in front of the model pods (``spec.intelligentRoutingSpec``).
+
+    Accepted only when an endpoint is created (CRD: "Adding this configuration to an existing deployment will be
+    rejected"; "Once set, the enabled field cannot be modified"): :func:`render_inference_endpoint_config` names
+    the resource after it, so a change creates a new endpoint instead of an update the operator rejects.
+    """
+
+    strategy: str = "prefixaware"
+
+    def __post_init__(self) -> None:
+        Args("IntelligentRouting").one_of("strategy", self.strategy, ROUTING_STRATEGIES)
+
+    def render(self) -> dict[str, Any]:
+        return {"enabled": True, "routingStrategy": self.strategy}
+
+
+def creation_suffix(routing: IntelligentRouting | None) -> str:
+    """``-<8 hex>`` from the creation-only fields (empty without them): part of every name they must renew."""
+    if routing is None:
+        return ""
+    digest = hashlib.sha256(json.dumps(routing.render(), sort_keys=True).encode()).hexdigest()
+    return f"-{digest[:8]}"
+
+
+CREATION_SUFFIX_LENGTH = 9
+
+
+@dataclass(frozen=True)
+class PdRole:
+    """One role of prefill/decode disaggregation: its pods, their tensor parallelism and their autoscaling."""
+
+    tensor_parallel_size: int
+    replicas: int = 1
+    autoscaling: AutoScaling | None = None
+
+    def __post_init__(self) -> None:
+        args = Args("PdRole")
+        args.integer("tensor_parallel_size", self.tensor_parallel_size, minimum=1, maximum=64)
+        args.integer("replicas", self.replicas, minimum=1)
+        if self.autoscaling is not None:
+            args.instance("autoscaling", self.autoscaling, AutoScaling, "an AutoScaling")
+
+
+@dataclass(frozen=True)
+class PrefillDecode:
+    """Disaggregated prefill and decode (``spec.pdSpec``): KV moves from prefill to decode pods over EFA.
+
+    ``routing_threshold``: requests with at least this many input tokens are prefilled remotely; shorter ones
+    are prefilled by the decode pod (CRD default 4096; 0 always disaggregates).
+    """
+
+    prefill: PdRole
+    decode: PdRole
+    routing_threshold: int = 4096
+
+    def __post_init__(self) -> None:
+        args = Args("PrefillDecode")
+        args.instance("prefill", self.prefill, PdRole, "a PdRole")
+        args.instance("decode", self.decode, PdRole, "a PdRole")
+        args.integer("routing_threshold", self.routing_threshold, minimum=0, maximum=2**31 - 1)
+
+
 @dataclass(frozen=True)
 class InferenceEndpoint:
     """One model on HyperPod: what :func:`render_inference_endpoint_config` turns into the custom resource."""
@@ -423,6 +599,13 @@ class InferenceEndpoint:
     the node exposes, and the CPU request follows."""
     lora: LoraServing | None = None
     """LoRA adapters the worker serves beside the base model; None: the base model only."""
+    kv_cache: KvCache | None = None
+    """The operator's KV cache (LMCache images only); None: no kvCacheSpec."""
+    routing: IntelligentRouting | None = None
+    """The operator's intelligent routing (vLLM images only); None: off. Creation-only: a change renames the
+    resource (and the registered endpoint) with :func:`creation_suffix`, which deploys a new one."""
+    prefill_decode: PrefillDecode | None = None
+    """Disaggregated prefill/decode over EFA (LMCache images, :data:`PD_INSTANCE_TYPES`); None: off."""
 
     def __post_init__(self) -> None:
         args = Args("InferenceEndpoint")
@@ -505,9 +688,12 @@ class InferenceEndpoint:
         args.one_of("threads_per_core", self.threads_per_core, (1, 2))
         if self.lora is not None:
             self._check_lora(args)
+        self._check_operator_features(args, types)
         for instance_type in types:
             facts = gpu_instance_type(instance_type, key="instance_types", sagemaker=True)
-            share = model_pod_share(facts, self.worker.tensor_parallel_size, self.threads_per_core)
+            share = model_pod_share(
+                facts, self.worker.tensor_parallel_size, self.threads_per_core, self.reserved_memory_percent
+            )
             if share.cpu_millicores < 1000 or share.memory_mib < 1024:
                 raise args.error(
                     "threads_per_core",
@@ -515,9 +701,81 @@ class InferenceEndpoint:
                     f"a setting that leaves a model pod at least 1 CPU and 1 GiB: {instance_type} with "
                     f"threads_per_core={self.threads_per_core} leaves one of tensor_parallel_size "
                     f"{self.worker.tensor_parallel_size} {share.cpu_millicores}m CPU and {share.memory_mib} MiB "
-                    "after kubelet and the system DaemonSets; use threads_per_core=2, a larger tensor "
-                    "parallelism or a larger instance type",
+                    "after kubelet, the system DaemonSets and the tiered storage share "
+                    f"({self.reserved_memory_percent} %); use threads_per_core=2, a larger tensor parallelism, "
+                    "a smaller tiered_storage_memory_percent or a larger instance type",
                 )
+
+    def _check_operator_features(self, args: Args, types: Sequence[str]) -> None:
+        """KV cache, intelligent routing and prefill/decode: what the operator rejects or silently ignores."""
+        image = self.worker.image
+        lmcache = (
+            f"an image of {' or '.join(LMCACHE_IMAGE_REPOSITORIES)} (the operator's KV layer is LMCache)"
+        )
+        if self.kv_cache is not None:
+            args.instance("kv_cache", self.kv_cache, KvCache, "a KvCache")
+            if not serves_lmcache(image):
+                raise args.error("worker.image", image, f"{lmcache} when kv_cache is set")
+        if self.routing is not None:
+            args.instance("routing", self.routing, IntelligentRouting, "an IntelligentRouting")
+            if not serves_vllm(image):
+                raise args.error("worker.image", image, "a vLLM image when routing is set (vLLM-based only)")
+            limit = 50 - CREATION_SUFFIX_LENGTH
+            if len(self.name) > limit:
+                raise args.error(
+                    "name",
+                    self.name,
+                    f"at most {limit} characters when routing is set "
+                    f"(the resource name adds {CREATION_SUFFIX_LENGTH})",
+                )
+            if self.endpoint_name is not None and len(self.endpoint_name) > 63 - CREATION_SUFFIX_LENGTH:
+                raise args.error(
+                    "endpoint_name",
+                    self.endpoint_name,
+                    f"at most {63 - CREATION_SUFFIX_LENGTH} characters when routing is set (the registered "
+                    f"name adds {CREATION_SUFFIX_LENGTH})",
+                )
+        if self.prefill_decode is not None:
+            pd = args.instance("prefill_decode", self.prefill_decode, PrefillDecode, "a PrefillDecode")
+            if self.autoscaling is not None:
+                # Prefill and decode are two Deployments: each scales with its own pdSpec.autoScalingSpec.
+                raise args.error(
+                    "autoscaling",
+                    self.autoscaling.min_replicas,
+                    "None when prefill_decode is set (each PdRole has its own autoscaling)",
+                )
+            if not serves_lmcache(image):
+                raise args.error("worker.image", image, f"{lmcache} when prefill_decode is set")
+            for index, instance_type in enumerate(types):
+                if instance_type not in PD_INSTANCE_TYPES:
+                    raise args.error(
+                        f"instance_types[{index}]",
+                        instance_type,
+                        f"one of {', '.join(PD_INSTANCE_TYPES)} when prefill_decode is set",
+                    )
+                gpus = gpu_instance_type(instance_type, key="instance_types", sagemaker=True).gpus
+                for role in ("prefill", "decode"):
+                    tp = getattr(pd, role).tensor_parallel_size
+                    if tp > gpus:
+                        raise args.error(
+                            f"prefill_decode.{role}.tensor_parallel_size",
+                            tp,
+                            f"1 to {gpus}: {instance_type} has {gpus} GPUs",
+                        )
+
+    @property
+    def reserved_memory_percent(self) -> int:
+        return self.kv_cache.reserved_memory_percent if self.kv_cache else 0
+
+    @property
+    def resource_name(self) -> str:
+        """metadata.name and spec.modelName: the name plus the creation-only fields' suffix."""
+        return self.name + creation_suffix(self.routing)
+
+    @property
+    def registered_endpoint_name(self) -> str | None:
+        """The SageMaker endpoint name, renewed with the resource (two resources cannot register one name)."""
+        return self.endpoint_name + creation_suffix(self.routing) if self.endpoint_name else None
 
     def _check_lora(self, args: Args) -> None:
         lora = args.instance("lora", self.lora, LoraServing, "a LoraServing")
@@ -535,46 +793,53 @@ class InferenceEndpoint:
         """The ServiceAccount the model pods run as (LoRA only: its role reads the adapters); None: default."""
         return f"{self.name}-lora" if self.lora else None
 
-    def resources(self) -> dict[str, Any]:
+    def resources(self, tp: int | None = None, efa: bool = False) -> dict[str, Any]:
         """GPUs = tensor parallelism; CPU and memory: this pod's share of what the smallest candidate node
         leaves after kubelet's reservations, the system DaemonSets and the operator's own containers.
 
         A node of ``g`` GPUs runs ``g // tp`` such pods, so each gets ``tp / g`` of that remainder: CPUs from
         the cores and threads the instance group really runs (``threads_per_core``), never the nominal vCPUs.
         """
-        tp = self.worker.tensor_parallel_size
-        shares = [
-            model_pod_share(
-                gpu_instance_type(t, key="instance_types", sagemaker=True), tp, self.threads_per_core
-            )
-            for t in self.instance_types
-        ]
+        tp = tp or self.worker.tensor_parallel_size
+        facts = [gpu_instance_type(t, key="instance_types", sagemaker=True) for t in self.instance_types]
+        shares = [model_pod_share(f, tp, self.threads_per_core, self.reserved_memory_percent) for f in facts]
         cpu_cores = min(s.cpu_millicores for s in shares) // 1000
         memory_gib = min(s.memory_mib for s in shares) // 1024
-        gpu = str(tp)
+        devices = {"nvidia.com/gpu": str(tp)}
+        if efa:
+            # The pod's share of the node's EFA devices (KV moves between roles over EFA RDMA).
+            devices["vpc.amazonaws.com/efa"] = str(
+                min(max(1, f.efa_interfaces * tp // f.gpus) for f in facts)
+            )
         return {
-            "requests": {"cpu": str(cpu_cores), "memory": f"{memory_gib}Gi", "nvidia.com/gpu": gpu},
-            "limits": {"nvidia.com/gpu": gpu},
+            "requests": {"cpu": str(cpu_cores), "memory": f"{memory_gib}Gi", **devices},
+            "limits": devices,
         }
 
 
-def hyperpod_node_available(instance: GpuInstanceType, threads_per_core: int) -> Resources:
-    """What model pods may request on one HyperPod node: allocatable minus the system DaemonSets."""
+def hyperpod_node_available(
+    instance: GpuInstanceType, threads_per_core: int, tiered_storage_percent: int = 0
+) -> Resources:
+    """What model pods may request on one HyperPod node: allocatable minus the system DaemonSets and the
+    tiered storage daemon's share of the instance's memory (``InstanceMemoryAllocationPercentage``)."""
     allocatable = node_allocatable(instance, threads_per_core=threads_per_core)
     reserved = sum(HYPERPOD_NODE_DAEMONSETS.values(), Resources())
+    tiered = instance.memory_gib * 1024 * tiered_storage_percent // 100
     return Resources(
         cpu_millicores=allocatable.cpu_millicores - reserved.cpu_millicores,
-        memory_mib=allocatable.memory_mib - reserved.memory_mib,
+        memory_mib=allocatable.memory_mib - reserved.memory_mib - tiered,
         hugepages_2mi_mib=allocatable.hugepages_2mi_mib - reserved.hugepages_2mi_mib,
         gpus=allocatable.gpus,
         efa=allocatable.efa,
     )
 
 
-def model_pod_share(instance: GpuInstanceType, tp: int, threads_per_core: int) -> Resources:
+def model_pod_share(
+    instance: GpuInstanceType, tp: int, threads_per_core: int, tiered_storage_percent: int = 0
+) -> Resources:
     """CPU and memory one model container of ``tp`` GPUs may request so that ``gpus // tp`` pods, each with
     the operator's injected containers, fit one node (GPU, EFA and huge pages are not part of the share)."""
-    available = hyperpod_node_available(instance, threads_per_core)
+    available = hyperpod_node_available(instance, threads_per_core, tiered_storage_percent)
     return Resources(
         cpu_millicores=available.cpu_millicores * tp // instance.gpus - OPERATOR_POD_OVERHEAD.cpu_millicores,
         memory_mib=available.memory_mib * tp // instance.gpus - OPERATOR_POD_OVERHEAD.memory_mib,
@@ -603,7 +868,7 @@ def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, A
         worker_spec["requestLimits"] = endpoint.request_limits.render()
 
     spec: dict[str, Any] = {
-        "modelName": endpoint.name,
+        "modelName": endpoint.resource_name,
         "invocationEndpoint": endpoint.invocation_path,
         "replicas": endpoint.replicas,
         "maxDeployTimeInSeconds": endpoint.max_deploy_time_seconds,
@@ -620,15 +885,44 @@ def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, A
         spec["instanceType"] = endpoint.instance_types[0]
     else:
         spec["instanceTypes"] = list(endpoint.instance_types)
-    if endpoint.endpoint_name:
-        spec["endpointName"] = endpoint.endpoint_name
+    if endpoint.registered_endpoint_name:
+        spec["endpointName"] = endpoint.registered_endpoint_name
     if endpoint.autoscaling:
         spec["autoScalingSpec"] = endpoint.autoscaling.render()
     if endpoint.service_account_name:
         spec["kubernetes"] = {"serviceAccountName": endpoint.service_account_name}
+    if endpoint.kv_cache:
+        spec["kvCacheSpec"] = endpoint.kv_cache.render()
+    if endpoint.routing:
+        spec["intelligentRoutingSpec"] = endpoint.routing.render()
+    if endpoint.prefill_decode:
+        spec["pdSpec"] = _render_pd(endpoint, endpoint.prefill_decode)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": endpoint.name, "namespace": endpoint.namespace},
+        "metadata": {"name": endpoint.resource_name, "namespace": endpoint.namespace},
         "spec": spec,
+    }
+
+
+def _render_pd(endpoint: InferenceEndpoint, pd: PrefillDecode) -> dict[str, Any]:
+    """``spec.pdSpec``: each role's pods (their args are appended to the worker's and override its flags)."""
+
+    def role(spec: PdRole) -> dict[str, Any]:
+        return {
+            "replicas": spec.replicas,
+            "args": ["--tensor-parallel-size", str(spec.tensor_parallel_size)],
+            "resources": endpoint.resources(spec.tensor_parallel_size, efa=True),
+        }
+
+    scaling = {
+        key: spec.autoscaling.render()
+        for key, spec in (("prefillAutoScaling", pd.prefill), ("decodingAutoScaling", pd.decode))
+        if spec.autoscaling
+    }
+    return {
+        "prefillSpec": role(pd.prefill),
+        "decodingSpec": role(pd.decode),
+        "routingThreshold": pd.routing_threshold,
+        **({"autoScalingSpec": scaling} if scaling else {}),
     }

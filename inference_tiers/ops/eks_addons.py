@@ -4,6 +4,10 @@ The pins come from :attr:`AccountRequirements.eks_addons`, which each tier fills
 constructs install (no second list of versions here). ``eks:DescribeAddonVersions`` filtered by Kubernetes
 version answers the builds EKS offers for it in this Region; a pin that is not among them fails the check
 with the newest offered build to pin instead.
+
+Features the settings turn on (:attr:`AccountRequirements.addon_features`, e.g. the HyperPod inference
+operator's KV cache) are checked against the same answer: the pinned build must be at least the first build
+that serves the feature, and such a build must be offered.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from inference_tiers.config import AccountRequirements, AddonPin
+from inference_tiers.config import AccountRequirements, AddonFeature, AddonPin
 from inference_tiers.ops.checks import CheckResult, Clients, could_not_check, error_code
 
 _VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:-eksbuild\.([0-9]+))?")
@@ -75,8 +79,42 @@ def _result(pin: AddonPin, offered: list[str], default: str | None, k8s: str, re
     return CheckResult(name, "pass", f"{pin.version} offered for Kubernetes {k8s}{newer}")
 
 
+def _feature_result(feature: AddonFeature, pin: AddonPin, offered: list[str], k8s: str) -> CheckResult:
+    name = f"EKS add-on {pin.name}: {feature.feature}"
+    minimum = feature.minimum_version
+    if minimum is None:
+        return CheckResult(
+            name,
+            "warn",
+            f"no public source names the first {pin.name} build with {feature.feature} (set by "
+            f"{feature.set_by}; {feature.source})",
+            "after the add-on is installed: kubectl explain inferenceendpointconfig.spec  # lists the field",
+        )
+    serving = [v for v in offered if version_order(v) >= version_order(minimum)]
+    if not serving:
+        return CheckResult(
+            name,
+            "fail",
+            f"no build from {minimum} on is offered for Kubernetes {k8s}, and {feature.feature} needs one "
+            f"(set by {feature.set_by})",
+            f"turn {feature.set_by} off, or deploy on a Kubernetes version such a build supports",
+        )
+    if version_order(pin.version) < version_order(minimum):
+        return CheckResult(
+            name,
+            "fail",
+            f"pinned {pin.version} is older than {minimum}, the first build with {feature.feature} (set by "
+            f"{feature.set_by}; {feature.source})",
+            f"pin {pin.name} {serving[-1]} in {pin.pinned_in}",
+        )
+    return CheckResult(
+        name, "pass", f"{pin.version} has {feature.feature} (from {minimum}; {feature.source})"
+    )
+
+
 def check_eks_addons(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
-    """One result per pinned add-on: offered for the tier's Kubernetes version, or what to pin instead."""
+    """One result per pinned add-on: offered for the tier's Kubernetes version, or what to pin instead; then
+    one per feature of that add-on the settings turn on."""
     k8s = req.kubernetes_version
     if not req.eks_addons or not k8s:
         return []
@@ -92,4 +130,5 @@ def check_eks_addons(clients: Clients, req: AccountRequirements) -> list[CheckRe
                 results.append(could_not_check(f"EKS add-on {pin.name}", error, "eks:DescribeAddonVersions"))
                 continue
         results.append(_result(pin, offered, default, k8s, clients.region))
+        results += [_feature_result(f, pin, offered, k8s) for f in req.addon_features if f.addon == pin.name]
     return results

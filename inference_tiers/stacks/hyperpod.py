@@ -18,6 +18,7 @@ from constructs import Construct
 
 from inference_tiers.config import (
     AccountRequirements,
+    AddonFeature,
     ConfigError,
     ImageNeed,
     InstanceNeed,
@@ -67,7 +68,12 @@ from inference_tiers.constructs.hyperpod.dependencies import (
 from inference_tiers.constructs.hyperpod.inference_operator import (
     DEFAULT_ADDON_VERSIONS as OPERATOR_ADDON_VERSIONS,
 )
-from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    INFERENCE_ADDON,
+    OPERATOR_FEATURE_MINIMUMS,
+    HyperPodInferenceOperator,
+)
+from inference_tiers.constructs.hyperpod.kv_cache import HyperPodKvCacheStore
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
 from inference_tiers.constructs.hyperpod.network import HyperPodNetwork, hyperpod_ips_per_instance
 from inference_tiers.constructs.hyperpod.observability import (
@@ -77,16 +83,30 @@ from inference_tiers.constructs.hyperpod.observability import (
 )
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
 from inference_tiers.k8s.hyperpod_inference import (
+    CREATION_SUFFIX_LENGTH,
+    ELASTICACHE_URL,
+    L2_BACKENDS,
+    LMCACHE_IMAGE_REPOSITORIES,
+    PD_INSTANCE_TYPES,
+    ROUTING_STRATEGIES,
     AutoScaling,
     CloudWatchTrigger,
     FsxModelSource,
     InferenceEndpoint,
+    IntelligentRouting,
+    KvCache,
     LoraServing,
     ModelSource,
+    PdRole,
+    PrefillDecode,
     PrometheusTrigger,
     RequestLimits,
     S3ModelSource,
     VllmWorker,
+    creation_suffix,
+    model_pod_share,
+    serves_lmcache,
+    serves_vllm,
 )
 from inference_tiers.k8s.inference_gateway import DNS_LABEL, EPP_IMAGE
 from inference_tiers.k8s.inference_gateway_lora import adapter_prefix
@@ -184,9 +204,46 @@ class HyperPodSettings:
         "opt-in Istio inference gateway whose Endpoint Picker routes to the model's pods, and scaling on vLLM's "
         "queue and KV cache (docs/inference-gateway.md); null: off",
     )
+    kv_cache_l1: bool = setting(
+        boolean(), "operator KV cache: offload KV blocks to CPU memory (L1); needs an LMCache image"
+    )
+    kv_cache_l2: str | None = setting(
+        optional(choice(*L2_BACKENDS)),
+        "operator L2 KV cache: tieredstorage (the cluster's TieredStorageConfig) or redis (ElastiCache Valkey "
+        "in the cluster's VPC); null: none",
+    )
+    tiered_storage_memory_percent: int | None = setting(
+        optional(integer(1, 100)),
+        "share of every instance's memory the cluster's tiered storage holds (kv_cache_l2 tieredstorage only)",
+    )
+    kv_cache_redis_url: str | None = setting(
+        optional(text(ELASTICACHE_URL, description="rediss://<ElastiCache endpoint>:<port>")),
+        "an existing ElastiCache in the cluster's VPC (kv_cache_l2 redis only); null: the stack creates one",
+    )
+    routing_strategy: str | None = setting(
+        optional(choice(*ROUTING_STRATEGIES)),
+        "operator intelligent routing (creation-only: a change deploys a new endpoint); null: off",
+    )
+    prefill_decode: bool = setting(
+        boolean(), "operator disaggregated prefill/decode over EFA (pdSpec; p5-class types, LMCache image)"
+    )
+    prefill_tensor_parallel_size: int | None = setting(
+        optional(integer(1, 8)), "tensor parallelism of the prefill pods; null: every GPU of the instance"
+    )
+    decode_tensor_parallel_size: int | None = setting(
+        optional(integer(1, 8)), "tensor parallelism of the decode pods; null: every GPU of the instance"
+    )
+    prefill_max_replicas: int = setting(integer(1, 64), "autoscaling maximum of the prefill pods")
+    decode_max_replicas: int = setting(integer(1, 64), "autoscaling maximum of the decode pods")
+    pd_routing_threshold: int = setting(
+        integer(0, 1048576),
+        "input tokens from which a request is prefilled remotely (shorter ones: by the decode pod); 0: always",
+    )
 
     def __post_init__(self) -> None:
         self._check_inference_gateway()
+        self._check_operator_features()
+        self._check_prefill_decode()
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -275,6 +332,108 @@ class HyperPodSettings:
                     "operator creates (set both keys to the same value)",
                 )
 
+    def _check_prefill_decode(self) -> None:
+        """Prefill/decode: the instance types AWS supports, an LMCache image, roles that fit the node."""
+        if not self.prefill_decode:
+            return
+        for key, value in (
+            ("instance_type", self.instance_type),
+            *(("instance_type_priority", t) for t in self.instance_type_priority),
+        ):
+            if value not in PD_INSTANCE_TYPES:
+                raise ConfigError(
+                    f"hyperpod.{key}",
+                    value,
+                    f"one of {', '.join(PD_INSTANCE_TYPES)} when prefill_decode is true (AWS DPD instance types)",
+                )
+        if not serves_lmcache(self.vllm_image):
+            raise ConfigError(
+                "hyperpod.vllm_image",
+                self.vllm_image,
+                f"an image of {' or '.join(LMCACHE_IMAGE_REPOSITORIES)} when prefill_decode is true (the "
+                "operator moves KV with LMCache and NIXL)",
+            )
+        if self.inference_gateway is not None:
+            raise ConfigError(
+                "hyperpod.prefill_decode",
+                self.prefill_decode,
+                "false when hyperpod.inference_gateway is set: its Endpoint Picker would send whole requests to "
+                "prefill or decode pods, past the operator's prefill/decode router",
+            )
+        # Every DPD instance type has 8 GPUs, the most the tensor parallelism keys accept.
+        for role in ("prefill", "decode"):
+            bound = getattr(self, f"{role}_max_replicas")
+            if bound < self.min_replicas:
+                raise ConfigError(
+                    f"hyperpod.{role}_max_replicas", bound, f"at least min_replicas ({self.min_replicas})"
+                )
+
+    def _check_operator_features(self) -> None:
+        """KV cache and intelligent routing: what the operator rejects or silently ignores."""
+        l2 = self.kv_cache_l2
+        if (self.kv_cache_l1 or l2) and not serves_lmcache(self.vllm_image):
+            key = "hyperpod.kv_cache_l1" if self.kv_cache_l1 else "hyperpod.kv_cache_l2"
+            raise ConfigError(
+                "hyperpod.vllm_image",
+                self.vllm_image,
+                f"an image of {' or '.join(LMCACHE_IMAGE_REPOSITORIES)} when {key} is set (the operator's KV "
+                "cache is LMCache)",
+            )
+        percent = self.tiered_storage_memory_percent
+        if (l2 == "tieredstorage") != (percent is not None):
+            raise ConfigError(
+                "hyperpod.tiered_storage_memory_percent",
+                percent,
+                "1-100 when kv_cache_l2 is tieredstorage (the cluster's TieredStorageConfig backs it), else null",
+            )
+        if self.kv_cache_redis_url is not None and l2 != "redis":
+            raise ConfigError(
+                "hyperpod.kv_cache_redis_url", self.kv_cache_redis_url, "null unless kv_cache_l2 is redis"
+            )
+        if percent is not None:
+            share = model_pod_share(self.instance, self.tensor_parallel, self.threads_per_core, percent)
+            if share.memory_mib < 1024:
+                raise ConfigError(
+                    "hyperpod.tiered_storage_memory_percent",
+                    percent,
+                    f"a share that leaves each model pod at least 1 GiB on {self.instance_type} "
+                    f"({share.memory_mib} MiB left)",
+                )
+        if self.routing_strategy is None:
+            return
+        if self.inference_gateway is not None:
+            raise ConfigError(
+                "hyperpod.routing_strategy",
+                self.routing_strategy,
+                "null when hyperpod.inference_gateway is set: the gateway's Endpoint Picker sends its requests "
+                "to the model pods itself, past the operator's router, which would route only the load "
+                "balancer's traffic",
+            )
+        if not serves_vllm(self.vllm_image):
+            raise ConfigError(
+                "hyperpod.vllm_image", self.vllm_image, "a vLLM image when routing_strategy is set"
+            )
+        for key, value, limit in (
+            ("model_name", self.model_name, 50),
+            ("endpoint_name", self.endpoint_name, 63),
+        ):
+            if value is not None and len(value) > limit - CREATION_SUFFIX_LENGTH:
+                raise ConfigError(
+                    f"hyperpod.{key}",
+                    value,
+                    f"at most {limit - CREATION_SUFFIX_LENGTH} characters when routing_strategy is set (the "
+                    "deployed name gets a suffix from the creation-only fields)",
+                )
+
+    @property
+    def routing(self) -> IntelligentRouting | None:
+        return IntelligentRouting(self.routing_strategy) if self.routing_strategy else None
+
+    @property
+    def registered_endpoint_name(self) -> str | None:
+        """The SageMaker endpoint name as deployed (renewed with the creation-only fields)."""
+        return self.endpoint_name + creation_suffix(self.routing) if self.endpoint_name else None
+
     @property
     def instance(self) -> GpuInstanceType:
         return GPU_INSTANCE_TYPES[self.instance_type.removeprefix(SAGEMAKER_PREFIX)]
@@ -282,6 +441,22 @@ class HyperPodSettings:
     @property
     def tensor_parallel(self) -> int:
         return self.tensor_parallel_size or self.instance.gpus
+
+    def _addon_features(self) -> tuple[AddonFeature, ...]:
+        """The operator features these settings turn on, for preflight's add-on check."""
+        kv_key = "hyperpod.kv_cache_l1" if self.kv_cache_l1 else "hyperpod.kv_cache_l2"
+        chosen = {
+            "the KV cache (kvCacheSpec)": kv_key if self.kv_cache_l1 or self.kv_cache_l2 else None,
+            "intelligent routing (intelligentRoutingSpec)": "hyperpod.routing_strategy"
+            if self.routing_strategy
+            else None,
+            "prefill/decode (pdSpec)": "hyperpod.prefill_decode" if self.prefill_decode else None,
+        }
+        return tuple(
+            AddonFeature(INFERENCE_ADDON, feature, key, *OPERATOR_FEATURE_MINIMUMS[feature])
+            for feature, key in chosen.items()
+            if key
+        )
 
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(
@@ -310,6 +485,7 @@ class HyperPodSettings:
                     else ()
                 ),
             ),
+            addon_features=self._addon_features(),
             images=(
                 ImageNeed(self.vllm_image, "hyperpod.vllm_image"),
                 *(
@@ -379,6 +555,18 @@ class HyperPodStack(Stack):
             wait_for=[*self.eks.addons.values(), self.network],
             access_logs_bucket=self.access_logs,
             log_key=self.log_key,
+            tiered_storage_memory_percent=settings.tiered_storage_memory_percent,
+        )
+        self.kv_cache_store = (
+            HyperPodKvCacheStore(
+                self,
+                "KvCacheStore",
+                vpc=self.network.vpc,
+                clients=self.network.security_group,
+                encryption_key=retained_key(self, "KvCacheKey", "Encrypts the HyperPod L2 KV cache"),
+            )
+            if settings.kv_cache_l2 == "redis" and settings.kv_cache_redis_url is None
+            else None
         )
         self.observability = (
             HyperPodObservability(
@@ -468,8 +656,11 @@ class HyperPodStack(Stack):
         trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
         if settings.scaling_metric == "prometheus":
             assert self.observability is not None  # checked by HyperPodSettings
+            # The operator's sidecar labels its series with spec.modelName (the name as deployed).
             trigger = PrometheusTrigger.concurrent_requests(
-                self.observability.query_url, settings.model_name, settings.scaling_target
+                self.observability.query_url,
+                settings.model_name + creation_suffix(settings.routing),
+                settings.scaling_target,
             )
             if settings.inference_gateway is not None:
                 # Gateway traffic reaches vLLM past the sidecar that counts in-flight requests: its queue and
@@ -483,8 +674,22 @@ class HyperPodStack(Stack):
                     trigger,
                 )
         else:
-            assert settings.endpoint_name is not None  # checked by HyperPodSettings
-            trigger = CloudWatchTrigger.sagemaker_invocations(settings.endpoint_name, settings.scaling_target)
+            assert settings.registered_endpoint_name is not None  # checked by HyperPodSettings
+            trigger = CloudWatchTrigger.sagemaker_invocations(
+                settings.registered_endpoint_name, settings.scaling_target
+            )
+        # Prefill and decode are two Deployments, each with its own autoscaling (pdSpec.autoScalingSpec).
+        autoscaling = AutoScaling(
+            settings.min_replicas,
+            settings.max_replicas,
+            trigger,
+            # At zero the gateway wakes the model on new connections: idle ones must be gone by then.
+            **(
+                {"cooldown_seconds": SCALE_TO_ZERO_COOLDOWN_SECONDS}
+                if settings.inference_gateway is not None and settings.min_replicas == 0
+                else {}
+            ),
+        )
         return InferenceEndpoint(
             name=settings.model_name,
             instance_types=settings.instance_type_priority or (settings.instance_type,),
@@ -497,19 +702,40 @@ class HyperPodStack(Stack):
             endpoint_name=settings.endpoint_name,
             replicas=max(1, settings.min_replicas),
             request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
-            autoscaling=AutoScaling(
-                settings.min_replicas,
-                settings.max_replicas,
-                trigger,
-                # At zero the gateway wakes the model on new connections: idle ones must be gone by then.
-                **(
-                    {"cooldown_seconds": SCALE_TO_ZERO_COOLDOWN_SECONDS}
-                    if settings.inference_gateway is not None and settings.min_replicas == 0
-                    else {}
-                ),
-            ),
+            autoscaling=None if settings.prefill_decode else autoscaling,
             threads_per_core=settings.threads_per_core,
             lora=self._lora(),
+            kv_cache=self._kv_cache(),
+            routing=settings.routing,
+            prefill_decode=self._prefill_decode(trigger) if settings.prefill_decode else None,
+        )
+
+    def _prefill_decode(
+        self, trigger: CloudWatchTrigger | PrometheusTrigger | tuple[PrometheusTrigger, ...]
+    ) -> PrefillDecode:
+        """Both roles scale on the tier's metric and target, each between max(1, min_replicas) and its own max."""
+        settings = self.settings
+        low = max(1, settings.min_replicas)
+
+        def role(name: str) -> PdRole:
+            return PdRole(
+                tensor_parallel_size=getattr(settings, f"{name}_tensor_parallel_size")
+                or settings.instance.gpus,
+                replicas=low,
+                autoscaling=AutoScaling(low, getattr(settings, f"{name}_max_replicas"), trigger),
+            )
+
+        return PrefillDecode(role("prefill"), role("decode"), routing_threshold=settings.pd_routing_threshold)
+
+    def _kv_cache(self) -> KvCache | None:
+        settings = self.settings
+        if not (settings.kv_cache_l1 or settings.kv_cache_l2):
+            return None
+        return KvCache(
+            l1=settings.kv_cache_l1,
+            l2_backend=settings.kv_cache_l2,
+            redis_url=self.kv_cache_store.url if self.kv_cache_store else settings.kv_cache_redis_url,
+            tiered_storage_memory_percent=settings.tiered_storage_memory_percent,
         )
 
     def _lora(self) -> LoraServing | None:
@@ -558,8 +784,8 @@ class HyperPodStack(Stack):
             "DashboardUrl",
             value=dashboard_url(dashboard),
         )
-        if settings.endpoint_name is not None:
-            CfnOutput(self, "SageMakerEndpointName", value=settings.endpoint_name)
+        if settings.registered_endpoint_name is not None:
+            CfnOutput(self, "SageMakerEndpointName", value=settings.registered_endpoint_name)
         if self.inference_gateway is not None:
             CfnOutput(self, "InferenceGatewayEndpoint", value=self.inference_gateway.endpoint)
         CfnOutput(self, "InvokeUrl", value=self._invoke_url())
@@ -570,12 +796,15 @@ class HyperPodStack(Stack):
         The operator creates the model's load balancer at runtime, so its DNS name cannot be known at synth.
         """
         settings = self.settings
-        if settings.endpoint_name is not None:
+        if settings.registered_endpoint_name is not None:
             return (
-                f"https://runtime.sagemaker.{Aws.REGION}.{Aws.URL_SUFFIX}/endpoints/{settings.endpoint_name}"
+                f"https://runtime.sagemaker.{Aws.REGION}.{Aws.URL_SUFFIX}/endpoints/{settings.registered_endpoint_name}"
                 "/invocations"
             )
-        return f"kubectl get ingress -n default -o wide  # https://<ADDRESS>/v1/chat/completions ({settings.model_name})"
+        return (
+            "kubectl get ingress -n default -o wide  # https://<ADDRESS>/v1/chat/completions "
+            f"({settings.model_name}{creation_suffix(settings.routing)})"
+        )
 
 
 def build(app: Construct, settings: HyperPodSettings) -> list[Stack]:

@@ -17,6 +17,14 @@ the pods, and nothing scrapes the Endpoint Picker into AMP. The gateway's NLB do
 the connections it takes (``AWS/NetworkELB`` ``NewFlowCount``, dimension ``LoadBalancer=net/<name>/<id>``): the
 gateway names its NLB (:func:`gateway_load_balancer_name`) and the endpoint gets a CloudWatch wake trigger on
 that metric (:func:`wake_trigger`), which the operator's KEDA reads with its role's ``cloudwatch:GetMetricData``.
+
+One routing story per tier (docs/hyperpod.md "Choosing the request path"): the operator's own routing
+(``intelligentRoutingSpec``, ``pdSpec``) is the tier's default way to route by prefix, KV cache or session; this
+gateway stays only for what that path cannot do: serving LoRA adapters with adapter affinity (the operator's
+routing strategies are prefixaware, kvaware, session and roundrobin, none adapter-aware: CRD v1
+``intelligentRoutingSpec.routingStrategy``) and scale to zero woken by the gateway's NLB. The two are never
+rendered together (:func:`hyperpod_model_pool`). The operator's ``InferenceGatewayConfig`` is not rendered: no
+pinned public source has its CRD (aws/sagemaker-hyperpod-cli @ 011ca927 ships none).
 """
 
 from __future__ import annotations
@@ -65,11 +73,24 @@ def hyperpod_model_pool(endpoint: InferenceEndpoint) -> ModelPool:
     the operator's request-limit sidecar in front of it: the EPP's queue and KV-cache view replaces that limit.
     The pool's adapters are the ones the worker serves (``endpoint.lora``), so the EPP's LoRA affinity scorer
     is there exactly when the pods load adapters.
+
+    Refused beside the operator's own routers (``endpoint.routing``, ``endpoint.prefill_decode``): the EPP
+    sends its requests to the pods itself, past them, so they would route only the load balancer's traffic
+    (and prefill/decode pods are two Deployments no one pool stands for).
     """
+    args = Args("hyperpod_model_pool")
+    for field, value in (("routing", endpoint.routing), ("prefill_decode", endpoint.prefill_decode)):
+        if value is not None:
+            raise args.error(
+                f"endpoint.{field}",
+                value,
+                "None behind the inference gateway: its Endpoint Picker chooses the pod itself, past the "
+                "operator's router",
+            )
     return ModelPool(
         name=endpoint.name,
         namespace=endpoint.namespace,
-        selector={ENDPOINT_POD_LABEL: endpoint.name},
+        selector={ENDPOINT_POD_LABEL: endpoint.resource_name},
         model_name=endpoint.name,
         target_port=endpoint.worker.port,
         adapters=endpoint.lora.adapters if endpoint.lora else (),

@@ -139,6 +139,7 @@ class HyperPodCluster(Construct):
         node_recovery: str = "Automatic",
         nodes_ready_timeout: Duration = NODES_READY_TIMEOUT,
         log_key: kms.IKey | None = None,
+        tiered_storage_memory_percent: int | None = None,
     ) -> None:
         """
         :param cluster: the EKS cluster (authentication mode API or API_AND_CONFIG_MAP, VPC CNI >= 1.18.3).
@@ -154,6 +155,9 @@ class HyperPodCluster(Construct):
         :param log_key: KMS key of the log groups this construct creates (node barrier, its waiter, the script
             upload); its policy must let CloudWatch Logs use it (``allow_log_encryption``). Default: a new
             rotated, retained key with that grant.
+        :param tiered_storage_memory_percent: enable managed tiered storage (``TieredStorageConfig``), the
+            backend of the inference operator's ``tieredstorage`` L2 KV cache, with this share of every
+            instance's memory (1-100). Default: none (the property is not rendered).
         """
         args = Args("HyperPodCluster")
         args.implements("cluster", cluster, eks.ICluster)
@@ -200,7 +204,14 @@ class HyperPodCluster(Construct):
         )
         if log_key is not None:
             args.implements("log_key", log_key, kms.IKey)
+        if tiered_storage_memory_percent is not None:
+            # ClusterTieredStorageConfig.InstanceMemoryAllocationPercentage: 0-100 (botocore 1.44.8
+            # sagemaker service-2.json); 0 would enable the daemon with no memory.
+            args.integer(
+                "tiered_storage_memory_percent", tiered_storage_memory_percent, minimum=1, maximum=100
+            )
         super().__init__(scope, construct_id)
+        self.tiered_storage_memory_percent = tiered_storage_memory_percent
         self.instance_groups = tuple(instance_groups)
         self.log_key: kms.IKey = log_key or _log_key(self)
 
@@ -252,6 +263,13 @@ class HyperPodCluster(Construct):
                 subnets=[s.subnet_id for s in subnets],
             ),
             instance_groups=[self._render_group(g) for g in instance_groups],
+            tiered_storage_config=(
+                sagemaker.CfnCluster.TieredStorageConfigProperty(
+                    mode="Enable", instance_memory_allocation_percentage=tiered_storage_memory_percent
+                )
+                if tiered_storage_memory_percent is not None
+                else None
+            ),
         )
         # Construct-level dependencies: the role's DefaultPolicy, the upload's custom resource and the chart's
         # release all land in DependsOn (a GetAtt alone would only order the cluster after the role).

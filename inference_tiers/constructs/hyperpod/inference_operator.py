@@ -45,6 +45,20 @@ DEFAULT_ADDON_VERSIONS: Mapping[str, str] = {
     INFERENCE_ADDON: "v1.0.0-eksbuild.1",
 }
 
+# The first operator add-on build with each feature of the InferenceEndpointConfig (None: no public source names
+# one). The add-on ships operator 3.0 and later (release notes v3.0, 2026-02-23: "EKS add-on integration"), and
+# the KV cache and intelligent routing shipped before it (AWS ML blog "Managed Tiered KV Cache and Intelligent
+# Routing for Amazon SageMaker HyperPod", 2025-11-26): every add-on build has them. pdSpec is in the operator's
+# CRD from chart 2.2.2 / app 3.2 (aws/sagemaker-hyperpod-cli @ 011ca927); no source maps that to a build.
+OPERATOR_FEATURE_MINIMUMS: Mapping[str, tuple[str | None, str]] = {
+    "the KV cache (kvCacheSpec)": ("v1.0.0-eksbuild.1", "every add-on build ships operator 3.0+"),
+    "intelligent routing (intelligentRoutingSpec)": (
+        "v1.0.0-eksbuild.1",
+        "every add-on build ships operator 3.0+",
+    ),
+    "prefill/decode (pdSpec)": (None, "operator CRD has it from app 3.2, sagemaker-hyperpod-cli@011ca927"),
+}
+
 # HyperPod taints nodes with this key while deep health checks run and when its health agent finds a fault;
 # system pods must tolerate it or stay Pending on a cluster made only of HyperPod nodes.
 HYPERPOD_TOLERATIONS: list[dict[str, str]] = [

@@ -17,6 +17,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     USER_ASSIGNABLE_LABEL,
     InferenceEndpoint,
     LoraServing,
+    creation_suffix,
     render_inference_endpoint_config,
 )
 from inference_tiers.k8s.inference_gateway_lora import lora_service_account
@@ -68,6 +69,17 @@ class HyperPodModelEndpoint(Construct):
                     instance_type,
                     f"an instance type of the HyperPod cluster's instance groups: {', '.join(offered)}",
                 )
+        kv_cache = endpoint.kv_cache
+        tiered = kv_cache.tiered_storage_memory_percent if kv_cache else None
+        if tiered is not None and hyperpod_cluster.tiered_storage_memory_percent != tiered:
+            # Without the cluster's daemon the operator has no tieredstorage backend to offload to.
+            raise args.error(
+                "endpoint.kv_cache.tiered_storage_memory_percent",
+                tiered,
+                "the HyperPod cluster's tiered_storage_memory_percent "
+                f"({hyperpod_cluster.tiered_storage_memory_percent}): the tieredstorage L2 tier is the cluster's "
+                "TieredStorageConfig",
+            )
         if adapter_key is not None:
             args.implements("adapter_key", adapter_key, kms.IKey)
             if endpoint.lora is None:
@@ -75,8 +87,15 @@ class HyperPodModelEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.endpoint = endpoint
         self.document = render_inference_endpoint_config(endpoint)
+        # Creation-only fields rename the custom resource too: CloudFormation then creates the new object and
+        # deletes the old one (an update would `kubectl apply --prune`, whose default allowlist has no custom
+        # resources, leaving the old endpoint running; aws-cdk-lib 2.275 aws-eks-v2 kubectl-handler/apply).
         self.manifest = eks.KubernetesManifest(
-            self, "Manifest", cluster=cluster, manifest=[self.document], overwrite=True
+            self,
+            "Manifest" + creation_suffix(endpoint.routing).replace("-", ""),
+            cluster=cluster,
+            manifest=[self.document],
+            overwrite=True,
         )
         self.manifest.node.add_dependency(operator.addon)
         self.lora_role: iam.Role | None = None
@@ -113,7 +132,8 @@ class HyperPodModelEndpoint(Construct):
     def metric(self, metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
         """A metric of the registered SageMaker endpoint (``AWS/SageMaker``); needs ``endpoint_name``."""
         args = Args("HyperPodModelEndpoint.metric")
-        if self.endpoint.endpoint_name is None:
+        endpoint_name = self.endpoint.registered_endpoint_name
+        if endpoint_name is None:
             raise args.error(
                 "metric_name",
                 metric_name,
@@ -128,7 +148,7 @@ class HyperPodModelEndpoint(Construct):
         return cloudwatch.Metric(
             namespace="AWS/SageMaker",
             metric_name=metric_name,
-            dimensions_map={"EndpointName": self.endpoint.endpoint_name, "VariantName": "AllTraffic"},
+            dimensions_map={"EndpointName": endpoint_name, "VariantName": "AllTraffic"},
             statistic=statistic,
             period=Duration.minutes(1),
         )
