@@ -39,7 +39,7 @@ class HyperPodFeature:
     name: str
     enabled: bool
     setting: str
-    """What to set on the InferenceEndpointConfig (docs/hyperpod.md names the tier's settings for it)."""
+    """The hyperpod tier's context key for it (docs/hyperpod.md)."""
     why: str
 
 
@@ -48,7 +48,7 @@ def _routing(workload: Workload) -> HyperPodFeature:
         return HyperPodFeature(
             "intelligent routing",
             True,
-            "intelligentRoutingSpec.routingStrategy: session",
+            "hyperpod.routing_strategy=session",
             "each agent session's turns append to its own history: keeping the session on one replica finds its "
             "prefix in that replica's cache (creation-only: a change deploys a new endpoint)",
         )
@@ -56,14 +56,14 @@ def _routing(workload: Workload) -> HyperPodFeature:
         return HyperPodFeature(
             "intelligent routing",
             True,
-            "intelligentRoutingSpec.routingStrategy: prefixaware",
+            "hyperpod.routing_strategy=prefixaware",
             "prompts share prefixes (a document, a system prompt): sending a prefix to the replica that "
             "computed it skips its prefill (creation-only: a change deploys a new endpoint)",
         )
     return HyperPodFeature(
         "intelligent routing",
         False,
-        "intelligentRoutingSpec: off",
+        "hyperpod.routing_strategy unset",
         "no reused prefixes: routing on the KV cache has nothing to find",
     )
 
@@ -73,9 +73,7 @@ def _kv_tiers(workload: Workload) -> list[HyperPodFeature]:
     l1 = HyperPodFeature(
         "L1 KV cache (CPU offload)",
         bool(reuse),
-        "kvCacheSpec.enableL1Cache: true (the operator's default)"
-        if reuse
-        else "kvCacheSpec.enableL1Cache: false",
+        "hyperpod.kv_cache_l1=true" if reuse else "hyperpod.kv_cache_l1=false",
         "prefixes evicted from GPU memory are reloaded from host memory instead of recomputed"
         if reuse
         else "nothing is reused: the operator's default (on) costs host memory only",
@@ -84,9 +82,9 @@ def _kv_tiers(workload: Workload) -> list[HyperPodFeature]:
     l2 = HyperPodFeature(
         "L2 KV cache",
         l2_pays,
-        "kvCacheSpec.enableL2Cache: true, l2CacheSpec.l2CacheBackend: tieredstorage"
+        "hyperpod.kv_cache_l2=tieredstorage (with hyperpod.tiered_storage_memory_percent)"
         if l2_pays
-        else "kvCacheSpec.enableL2Cache: false",
+        else "hyperpod.kv_cache_l2 unset",
         "reused prefixes outlive their requests (sessions pause between turns, documents recur): a cluster-wide "
         "tier keeps them for every replica"
         if l2_pays
@@ -126,7 +124,7 @@ def _prefill_decode(
     return HyperPodFeature(
         "prefill/decode",
         met,
-        "pdSpec (prefill and decode roles, EFA)" if met else "pdSpec: off",
+        "hyperpod.prefill_decode=true" if met else "hyperpod.prefill_decode=false",
         "; ".join(text for _, text in criteria) if met else "AWS's guidance is not met: " + "; ".join(failed),
     )
 
@@ -143,6 +141,9 @@ def hyperpod_features(
     pd = _prefill_decode(workload, model, instance, rate)
     if pd.enabled and not check.pays:
         pd = HyperPodFeature(
-            "prefill/decode", False, "pdSpec: off", f"AWS's guidance holds, but {check.reason}"
+            "prefill/decode",
+            False,
+            "hyperpod.prefill_decode=false",
+            f"AWS's guidance holds, but {check.reason}",
         )
     return [_routing(workload), *_kv_tiers(workload), pd]

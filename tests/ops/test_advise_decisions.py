@@ -180,14 +180,14 @@ def _hyperpod(**overrides: object) -> dict[str, tuple[bool, str]]:
 
 def test_agentic_sessions_get_session_routing_and_both_kv_tiers() -> None:
     features = _hyperpod(shape="agentic", prefix_reuse=0.8)
-    assert features["intelligent routing"] == (True, "intelligentRoutingSpec.routingStrategy: session")
+    assert features["intelligent routing"] == (True, "hyperpod.routing_strategy=session")
     assert features["L1 KV cache (CPU offload)"][0] and features["L2 KV cache"][0]
     assert "tieredstorage" in features["L2 KV cache"][1]
 
 
 def test_rag_gets_prefix_aware_routing() -> None:
     features = _hyperpod(shape="rag", prefix_reuse=0.6)
-    assert features["intelligent routing"] == (True, "intelligentRoutingSpec.routingStrategy: prefixaware")
+    assert features["intelligent routing"] == (True, "hyperpod.routing_strategy=prefixaware")
 
 
 def test_chat_without_reuse_leaves_routing_and_l2_off() -> None:
@@ -207,7 +207,7 @@ def test_hyperpod_prefill_decode_when_awss_guidance_holds() -> None:
     )
     assert advice.tier == "hyperpod"
     pd = advice.hyperpod_features[-1]
-    assert pd.name == "prefill/decode" and pd.enabled and pd.setting.startswith("pdSpec")
+    assert pd.name == "prefill/decode" and pd.enabled and pd.setting == "hyperpod.prefill_decode=true"
     assert advice.requests_per_second is not None and advice.requests_per_second >= 2
     assert advice.deployment is not None and advice.deployment.prefill_instances >= 1
 
@@ -243,4 +243,4 @@ def test_the_table_shows_the_operator_features(capsys: pytest.CaptureFixture[str
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0
-    assert "HyperPod operator feature" in out and "routingStrategy: session" in out
+    assert "HyperPod operator feature" in out and "hyperpod.routing_strategy=session" in out
