@@ -277,6 +277,10 @@ class ProxyFeatures:
         args.boolean("tracing", self.tracing)
 
 
+# Connections each proxy worker's Prisma pool may open (general_settings.database_connection_pool_limit): the
+# whole gateway opens this x workers x tasks (LiteLLM's production guide); LiteLLMGateway checks it against the
+# database's capacity at synth.
+DATABASE_POOL_PER_WORKER = 10
 # Retries per error class for a model with a fallback (LiteLLM 1.104.0 RetryPolicy, types/router.py:114-130,
 # read by router_utils/get_retry_from_policy.py:52-66; an error of no listed class, such as the
 # APIConnectionError of a refused connection, takes DefaultRetries): none, the fallback answers instead.
@@ -367,7 +371,7 @@ def render_config(
     if features.database:
         general_settings.update(
             {
-                "database_connection_pool_limit": 10,
+                "database_connection_pool_limit": DATABASE_POOL_PER_WORKER,
                 "proxy_batch_write_at": 10,
                 "maximum_spend_logs_retention_period": "90d",
                 "allow_requests_on_db_unavailable": False,
