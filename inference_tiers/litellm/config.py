@@ -282,8 +282,8 @@ class ProxyFeatures:
 # database's capacity at synth.
 DATABASE_POOL_PER_WORKER = 10
 # Retries per error class for a model with a fallback (LiteLLM 1.104.0 RetryPolicy, types/router.py:114-130,
-# read by router_utils/get_retry_from_policy.py:52-66; an error of no listed class, such as the
-# APIConnectionError of a refused connection, takes DefaultRetries): none, the fallback answers instead.
+# read by router_utils/get_retry_from_policy.py:52-66; an error of no listed class, such as APIConnectionError,
+# takes DefaultRetries): none, the fallback answers instead.
 FAILOVER_RETRY_POLICY = {
     "TimeoutErrorRetries": 0,
     "RateLimitErrorRetries": 0,
