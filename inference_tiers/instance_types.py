@@ -20,7 +20,8 @@ class GpuInstanceType:
     name: str
     gpus: int
     gpu_model: str
-    gpu_memory_gib: int
+    gpu_memory_gb: int
+    """Memory per GPU as the vendor states it, in decimal GB (NVIDIA's "48 GB" L40S holds 44.7 GiB)."""
     vcpus: int
     memory_gib: int
     network_gbps: int
@@ -34,12 +35,13 @@ class GpuInstanceType:
         return self.efa_interfaces > 0
 
     @property
-    def total_gpu_memory_gib(self) -> int:
-        return self.gpus * self.gpu_memory_gib
+    def gpu_memory_bytes(self) -> int:
+        """Memory per GPU in bytes: vendors state GPU memory in decimal GB, never GiB."""
+        return self.gpu_memory_gb * 10**9
 
 
 def _family(
-    prefix: str, gpu_model: str, gpu_memory_gib: int, sizes: dict[str, tuple[int, int, int, int, int]]
+    prefix: str, gpu_model: str, gpu_memory_gb: int, sizes: dict[str, tuple[int, int, int, int, int]]
 ) -> dict[str, GpuInstanceType]:
     """sizes: size -> (gpus, vcpus, memory GiB, network Gbps, EFA interfaces); every size has local NVMe."""
     return {
@@ -47,7 +49,7 @@ def _family(
             name=f"{prefix}.{size}",
             gpus=gpus,
             gpu_model=gpu_model,
-            gpu_memory_gib=gpu_memory_gib,
+            gpu_memory_gb=gpu_memory_gb,
             vcpus=vcpus,
             memory_gib=memory,
             network_gbps=gbps,
@@ -60,19 +62,19 @@ def _family(
 
 # fmt: off
 GPU_INSTANCE_TYPES: dict[str, GpuInstanceType] = {
-    # NVIDIA A10G 24 GiB. EFA (one interface) from 8xlarge up.
+    # NVIDIA A10G 24 GB. EFA (one interface) from 8xlarge up.
     **_family("g5", "A10G", 24, {
         "xlarge": (1, 4, 16, 10, 0), "2xlarge": (1, 8, 32, 10, 0), "4xlarge": (1, 16, 64, 25, 0),
         "8xlarge": (1, 32, 128, 25, 1), "12xlarge": (4, 48, 192, 40, 1), "16xlarge": (1, 64, 256, 25, 1),
         "24xlarge": (4, 96, 384, 50, 1), "48xlarge": (8, 192, 768, 100, 1),
     }),
-    # NVIDIA L4 24 GiB.
+    # NVIDIA L4 24 GB.
     **_family("g6", "L4", 24, {
         "xlarge": (1, 4, 16, 10, 0), "2xlarge": (1, 8, 32, 10, 0), "4xlarge": (1, 16, 64, 25, 0),
         "8xlarge": (1, 32, 128, 25, 1), "12xlarge": (4, 48, 192, 40, 1), "16xlarge": (1, 64, 256, 25, 1),
         "24xlarge": (4, 96, 384, 50, 1), "48xlarge": (8, 192, 768, 100, 1),
     }),
-    # NVIDIA L40S 48 GiB.
+    # NVIDIA L40S 48 GB.
     **_family("g6e", "L40S", 48, {
         "xlarge": (1, 4, 32, 20, 0), "2xlarge": (1, 8, 64, 20, 0), "4xlarge": (1, 16, 128, 20, 0),
         "8xlarge": (1, 32, 256, 25, 1), "12xlarge": (4, 48, 384, 100, 1), "16xlarge": (1, 64, 512, 35, 1),

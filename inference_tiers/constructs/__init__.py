@@ -79,6 +79,7 @@ from inference_tiers.constructs.sandbox import (
     Karpenter,
     KataSandboxNodes,
     PodIdentityRole,
+    SandboxIsolation,
     SandboxTenant,
 )
 
@@ -140,6 +141,7 @@ __all__ = [
     "RegexFilter",
     "SageMakerLlmEndpoint",
     "SageMakerTarget",
+    "SandboxIsolation",
     "SandboxTenant",
     "ScalingOptions",
     "ServiceBackend",

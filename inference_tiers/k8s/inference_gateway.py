@@ -65,6 +65,13 @@ KEDA_API = "keda.sh/v1alpha1"
 EPP_GRPC_PORT = 9002
 EPP_HEALTH_PORT = 9003
 EPP_METRICS_PORT = 9090
+EPP_SCRAPE_ANNOTATIONS = {
+    "prometheus.io/scrape": "true",
+    "prometheus.io/port": str(EPP_METRICS_PORT),
+    # controller-runtime v0.23.3 (the EPP's go.mod) pkg/metrics/server/server.go: defaultMetricsEndpoint, served
+    # over HTTP because the EPP leaves metricsserver.Options.SecureServing unset (cmd/epp/runner/runner.go:274).
+    "prometheus.io/path": "/metrics",
+}
 EPP_CONFIG_DIR = "/config"
 EPP_CONFIG_FILE = "endpoint-picker.yaml"
 GATEWAY_PORT = 80
@@ -81,10 +88,14 @@ SCORER_WEIGHTS: Mapping[str, int] = {
 LORA_SCORER = "lora-affinity-scorer"
 
 # Metrics the scalers read: vLLM's per-engine gauges (vllm/v1/metrics/loggers.py) and, for scale from zero,
-# the EPP's request counter (pkg/epp/metrics/metrics.go), which counts requests even when no pod is ready.
+# the EPP's request counters (pkg/epp/metrics/metrics.go:84-101 at v1.5.0, labels model_name and
+# target_model_name). The first counts only requests the EPP scheduled (pkg/epp/handlers/server.go:240-254 records
+# it after director.HandleRequest succeeds); with no pod HandleRequest fails with ServiceUnavailable
+# (pkg/epp/requestcontrol/director.go:172-177) and only the error counter grows (server.go:174-179).
 QUEUE_METRIC = "vllm:num_requests_waiting"
 KV_CACHE_METRIC = "vllm:kv_cache_usage_perc"
 EPP_REQUEST_METRIC = "inference_objective_request_total"
+EPP_REQUEST_ERROR_METRIC = "inference_objective_request_error_total"
 
 DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
 # CreateLoadBalancer's Name: at most 32 alphanumerics or '-', not starting or ending with '-'.
@@ -296,6 +307,11 @@ def endpoint_picker_args(pool: ModelPool) -> list[str]:
         str(EPP_HEALTH_PORT),
         "--metrics-port",
         str(EPP_METRICS_PORT),
+        # The AMP scraper (and any in-cluster Prometheus of the annotated-pods kind) presents no Kubernetes token,
+        # and the EPP's default (pkg/epp/server/options.go:116,189: --metrics-endpoint-auth true) makes
+        # controller-runtime's metrics server refuse it (cmd/epp/runner/runner.go:274-283). Off, the server
+        # serves /metrics over plain HTTP on the metrics port, as vLLM serves its own.
+        "--metrics-endpoint-auth=false",
         "--zap-encoder",
         "json",
         # No collector is deployed with the tier: exporting traces would only log connection errors.
@@ -334,32 +350,6 @@ def render_endpoint_picker(pool: ModelPool) -> list[Manifest]:
         "kind": "RoleBinding",
         "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }
-    # The metrics endpoint authenticates scrapers (--metrics-endpoint-auth defaults to true): the EPP checks
-    # their tokens with TokenReview and SubjectAccessReview, which are cluster-scoped APIs.
-    auth_role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": f"{namespace}-{name}-metrics-auth", "labels": labels},
-        "rules": [
-            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
-            {
-                "apiGroups": ["authorization.k8s.io"],
-                "resources": ["subjectaccessreviews"],
-                "verbs": ["create"],
-            },
-        ],
-    }
-    auth_binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"{namespace}-{name}-metrics-auth", "labels": labels},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": f"{namespace}-{name}-metrics-auth",
-        },
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }
     config = {
@@ -412,7 +402,9 @@ def render_endpoint_picker(pool: ModelPool) -> list[Manifest]:
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": labels},
+                # The EKS scraper's annotated-pods job (observability/collectors.py) scrapes the EPP's counters,
+                # which the KEDA scale-from-zero trigger reads.
+                "metadata": {"labels": labels, "annotations": EPP_SCRAPE_ANNOTATIONS},
                 "spec": {
                     "serviceAccountName": name,
                     "terminationGracePeriodSeconds": 130,
@@ -462,8 +454,6 @@ def render_endpoint_picker(pool: ModelPool) -> list[Manifest]:
         service_account,
         role,
         binding,
-        auth_role,
-        auth_binding,
         config,
         deployment,
         service,

@@ -16,6 +16,7 @@ from typing import Any
 
 from inference_tiers.k8s.inference_gateway import (
     DNS_LABEL,
+    EPP_REQUEST_ERROR_METRIC,
     EPP_REQUEST_METRIC,
     KEDA_API,
     KV_CACHE_METRIC,
@@ -90,8 +91,15 @@ def kv_cache_query(target: ScaledTarget) -> str:
 
 
 def demand_query(model_name: str) -> str:
-    """Requests per second reaching the EPP for the model: exists while the pool has no pod at all."""
-    return f'sum(rate({EPP_REQUEST_METRIC}{{model_name="{model_name}"}}[2m]))'
+    """1 while requests for the model reach the EPP (in the last 2 minutes), else 0: wakes the pool and keeps
+    one replica; the queue and KV-cache triggers size it. With no pod the EPP counts a request only as an error
+    (see ``EPP_REQUEST_ERROR_METRIC``), so both counters are read; a counter that has never been incremented
+    has no series at all, so each sum falls back to 0 (``or vector(0)``) and the query always has a value."""
+    rates = " + ".join(
+        f'(sum(rate({metric}{{model_name="{model_name}"}}[2m])) or vector(0))'
+        for metric in (EPP_REQUEST_METRIC, EPP_REQUEST_ERROR_METRIC)
+    )
+    return f"({rates}) > bool 0"
 
 
 def scaler_queries(target: ScaledTarget, model_name: str) -> list[str]:

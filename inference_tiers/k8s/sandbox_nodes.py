@@ -61,8 +61,8 @@ KATA_SHIMS: tuple[KataShim, ...] = ("qemu-runtime-rs", "clh-runtime-rs")
 
 
 def kata_overhead(shim: str) -> tuple[int, int]:
-    """``shim``'s pod overhead as (CPU millicores, memory MiB)."""
-    overhead = KATA_OVERHEAD[shim]
+    """``shim``'s pod overhead as (CPU millicores, memory MiB); ArgumentError for a shim not in KATA_SHIMS."""
+    overhead = KATA_OVERHEAD[Args("kata_overhead").one_of("shim", shim, KATA_SHIMS)]
     return int(overhead["cpu"].removesuffix("m")), int(overhead["memory"].removesuffix("Mi"))
 
 

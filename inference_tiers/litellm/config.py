@@ -230,6 +230,8 @@ class RouterOptions:
     :param allowed_fails: failures per minute before a deployment cools down (default 3).
     :param cooldown_seconds: how long a failing deployment is skipped (default 30).
     :param fallbacks: model name -> model names tried in order when it fails (default none).
+    :param allow_unguarded_fallbacks: let a Bedrock model (always guarded) fall back to a model without its
+        guardrail (default False: such a fallback is refused, since it would answer the call unguarded).
     """
 
     request_timeout_seconds: int = 600
@@ -237,9 +239,11 @@ class RouterOptions:
     allowed_fails: int = 3
     cooldown_seconds: int = 30
     fallbacks: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    allow_unguarded_fallbacks: bool = False
 
     def __post_init__(self) -> None:
         args = Args("RouterOptions")
+        args.boolean("allow_unguarded_fallbacks", self.allow_unguarded_fallbacks)
         args.integer("request_timeout_seconds", self.request_timeout_seconds, minimum=5, maximum=3600)
         args.integer("num_retries", self.num_retries, minimum=0, maximum=10)
         args.integer("allowed_fails", self.allowed_fails, minimum=1, maximum=100)
@@ -340,6 +344,14 @@ def render_config(
                 raise args.error("router.fallbacks", dict(router.fallbacks), f"model names among {names}")
         if source in targets:
             raise args.error("router.fallbacks", dict(router.fallbacks), "fallbacks that name other models")
+        guarded = {m.name for m in checked if isinstance(m, BedrockModel)}
+        unguarded = sorted(set(targets) - guarded)
+        if source in guarded and unguarded and not router.allow_unguarded_fallbacks:
+            raise args.error(
+                f"router.fallbacks.{source}",
+                list(targets),
+                f"guarded Bedrock models only (not {unguarded}), unless router.allow_unguarded_fallbacks=True",
+            )
 
     router_settings: dict[str, Any] = {
         "routing_strategy": "simple-shuffle",

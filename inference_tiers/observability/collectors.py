@@ -8,8 +8,9 @@ DCGM exporter (:9400) and node exporters (:9100) by container port, and the KEDA
 operator and kube-state-metrics by their pods' ``app.kubernetes.io/name`` label and metrics port name. Jobs are named
 after the pod's ``app.kubernetes.io/component`` so ``up{job="prefill"}`` reads naturally.
 
-ECS (ADOT sidecar): scrape the gateway container on 127.0.0.1 (same task network namespace), receive OTLP traces
-on 127.0.0.1 only, and export metrics to AMP (remote write, SigV4) and traces to X-Ray.
+ECS (ADOT sidecar): scrape the gateway container on 127.0.0.1 (same task network namespace), with a bearer key
+when the endpoint needs one (LiteLLM's /metrics does), receive OTLP traces on 127.0.0.1 only, and export metrics
+to AMP (remote write, SigV4) and traces to X-Ray.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ KUBE_STATE_METRICS_PORT_NAMES = ("http", "http-metrics")
 # prometheus.io annotations. Its series describe the node's devices, so their ``instance`` is the node's name
 # (a pod IP changes with every restart and names no node).
 EFA_EXPORTER = "efa-exporter"
+# The sidecar's environment variable holding the key it scrapes with (an ECS secret, never in the template). The
+# configuration names it as ${env:METRICS_KEY}: aws-otel-collector v0.49.0 loads AOT_CONFIG_CONTENT through
+# confmap's resolver with the env provider (pkg/config/config_factory.go:36-59), and the resolver replaces a
+# ${env:NAME} embedded in a string (vendor/go.opentelemetry.io/collector/confmap/expand.go:148-187).
+METRICS_KEY_ENV = "METRICS_KEY"
 OTLP_GRPC = "127.0.0.1:4317"
 OTLP_HTTP = "127.0.0.1:4318"
 
@@ -141,29 +147,38 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
 
 
 def ecs_collector_config(
-    *, remote_write_url: str, region: str, metrics_port: int, scrape_interval_seconds: int = 30
+    *,
+    remote_write_url: str,
+    region: str,
+    metrics_port: int,
+    scrape_interval_seconds: int = 30,
+    metrics_key_prefix: str | None = None,
 ) -> dict[str, Any]:
-    """The ADOT collector's configuration for a sidecar next to the gateway container."""
+    """The ADOT collector's configuration for a sidecar next to the gateway container.
+
+    :param metrics_key_prefix: scrape with ``Authorization: Bearer <prefix><$METRICS_KEY>`` (the sidecar's
+        :data:`METRICS_KEY_ENV`), for an endpoint that needs a key; None (default): no key.
+    """
     args = Args("ecs_collector_config")
     args.text("remote_write_url", remote_write_url, pattern=r"https://\S+/api/v1/remote_write")
     args.text("region", region, pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]")
     port = args.integer("metrics_port", metrics_port, minimum=1, maximum=65535)
     interval = args.integer("scrape_interval_seconds", scrape_interval_seconds, minimum=10, maximum=300)
+    job: dict[str, Any] = {
+        "job_name": "litellm",
+        "scrape_interval": f"{interval}s",
+        "metrics_path": "/metrics",
+        "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
+    }
+    if metrics_key_prefix is not None:
+        prefix = args.text(
+            "metrics_key_prefix", metrics_key_prefix, pattern=r"[A-Za-z0-9_-]*", min_length=0, max_length=16
+        )
+        job["authorization"] = {"type": "Bearer", "credentials": f"{prefix}${{env:{METRICS_KEY_ENV}}}"}
     return {
         "extensions": {"sigv4auth": {"region": region, "service": "aps"}, "health_check": {}},
         "receivers": {
-            "prometheus": {
-                "config": {
-                    "scrape_configs": [
-                        {
-                            "job_name": "litellm",
-                            "scrape_interval": f"{interval}s",
-                            "metrics_path": "/metrics",
-                            "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
-                        }
-                    ]
-                }
-            },
+            "prometheus": {"config": {"scrape_configs": [job]}},
             "otlp": {"protocols": {"grpc": {"endpoint": OTLP_GRPC}, "http": {"endpoint": OTLP_HTTP}}},
         },
         "processors": {"batch": {}, "resourcedetection": {"detectors": ["env", "ecs"]}},

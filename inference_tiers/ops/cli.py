@@ -23,7 +23,14 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from inference_tiers.config import TIER_ORDER, AccountRequirements
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES
 from inference_tiers.ops import report
-from inference_tiers.ops.advise import MODEL_SOURCES, TRAFFIC_SHAPES, Workload, advise
+from inference_tiers.ops.advise import (
+    DEFAULT_ITL_SECONDS,
+    MODEL_SOURCES,
+    SHAPES,
+    TRAFFIC_SHAPES,
+    Workload,
+    advise,
+)
 from inference_tiers.ops.checks import CheckResult, Clients
 from inference_tiers.ops.disaggregation import DEFAULT_MFU, NETWORKS
 from inference_tiers.ops.kv_cache import KV_DTYPES, WEIGHT_DTYPES
@@ -51,6 +58,16 @@ def _positive_number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
     if not value > 0:  # also rejects nan
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text!r}")
     return value
 
 
@@ -84,6 +101,9 @@ def _advise(args: argparse.Namespace) -> int:
         args.traffic,
         args.input_tokens,
         args.output_tokens,
+        args.shape,
+        args.prefix_reuse,
+        args.itl_ms / 1000,
     )
     advice = advise(
         workload,
@@ -290,6 +310,26 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--traffic", choices=TRAFFIC_SHAPES, default="spiky", help="traffic shape (default spiky)")
     a.add_argument("--input-tokens", type=_positive_int, default=2048, help="prompt tokens (default 2048)")
     a.add_argument("--output-tokens", type=_positive_int, default=512, help="generated tokens (default 512)")
+    a.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="chat",
+        help="traffic shape: chat, rag (a shared document), reasoning (long outputs), agentic (multi-turn "
+        "sessions that append tool output to a growing context); sets the HyperPod routing advice",
+    )
+    a.add_argument(
+        "--prefix-reuse",
+        type=_share,
+        default=0.0,
+        help="share of each prompt already cached (earlier turns, a shared document), in [0, 1) (default 0)",
+    )
+    a.add_argument(
+        "--itl-ms",
+        type=_positive_number,
+        default=DEFAULT_ITL_SECONDS * 1000,
+        help=f"time per output token each stream gets, ms (default {DEFAULT_ITL_SECONDS * 1000:g}); with the "
+        "prefill it sets the request rate the concurrency carries",
+    )
     a.add_argument(
         "--instance-type",
         help=f"size on this type (default: cheapest that fits; known: {', '.join(GPU_INSTANCE_TYPES)})",

@@ -111,7 +111,15 @@ def workspace_token(clients: Clients, workspace_id: str) -> Iterator[tuple[str, 
 
 def export(folder: Path) -> list[Path]:
     """Write every dashboard as ``<uid>.json`` into ``folder`` (Grafana: Dashboards > New > Import)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    expected = "a folder to write <uid>.json files into (an existing one, or a new one to create)"
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out: got {str(folder)!r}, which is a file; expected {expected}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(
+            f"--out: got {str(folder)!r}, which cannot be created ({error.strerror}); expected {expected}"
+        ) from None
     written = []
     for name, board in all_dashboards().items():
         path = folder / name

@@ -27,6 +27,18 @@ def kv_bytes_per_token(model: ModelArchitecture, kv_dtype: str) -> int:
     return int(2 * model.layers * model.kv_heads * model.head_dim * DTYPE_BYTES[kv_dtype])
 
 
+def check_tp(model: ModelArchitecture, tp: int) -> None:
+    """vLLM refuses a tensor-parallel degree that does not divide the attention heads: "Total number of
+    attention heads (N) must be divisible by tensor parallel size (T)" (vllm-project/vllm v0.10.1,
+    vllm/config/__init__.py, ModelConfig.verify_with_parallel_config)."""
+    if model.attention_heads % tp:
+        accepted = [d for d in range(1, model.attention_heads + 1) if model.attention_heads % d == 0]
+        raise ValueError(
+            f"--tp {tp}: {model.name} has {model.attention_heads} attention heads, which vLLM splits evenly "
+            f"across the GPUs; expected a divisor: {', '.join(map(str, accepted))}"
+        )
+
+
 def kv_share_per_gpu(model: ModelArchitecture, tp: int) -> float:
     """The fraction of one request's KV cache that each of ``tp`` GPUs holds."""
     return math.ceil(model.kv_heads / tp) / model.kv_heads
@@ -74,13 +86,14 @@ def size_kv(
     tp = tp or instance.gpus
     if tp < 1 or tp > instance.gpus:
         raise ValueError(f"--tp {tp}: expected 1 to {instance.gpus} (the GPUs of {instance.name})")
+    check_tp(model, tp)
     if context_tokens < 1:
         raise ValueError(f"context length {context_tokens}: expected a positive number of tokens")
     per_token = kv_bytes_per_token(model, kv_dtype)
     per_request = per_token * context_tokens
     per_request_per_gpu = math.ceil(per_request * kv_share_per_gpu(model, tp))
     weights_per_gpu = math.ceil(model.params_b * 1e9 * DTYPE_BYTES[weight_dtype] / tp)
-    usable = int(instance.gpu_memory_gib * GIB * gpu_memory_utilization)
+    usable = int(instance.gpu_memory_bytes * gpu_memory_utilization)
     budget = max(0, usable - weights_per_gpu)
     return KvSizing(
         model=model.name,

@@ -83,13 +83,28 @@ def render_advice(advice: Advice) -> str:
             ["estimated prefill", f"{d.prefill_seconds * 1000:.0f} ms"],
             ["disaggregation pays", "yes" if d.pays else "no"],
         ]
+    if advice.requests_per_second is not None:
+        rows.append(["request rate at this concurrency", f"{advice.requests_per_second:.2f}/s"])
     if advice.deployment:
         dep = advice.deployment
         cost = f"${dep.hourly_usd:,.2f}/h" if dep.hourly_usd is not None else "unknown"
-        rows.append(["deployment", f"{dep.instances} x {dep.instance_type}"])
-        rows.append(["hourly cost", f"{cost} ({dep.price_basis})"])
+        roles = f" ({dep.prefill_instances} prefill)" if dep.prefill_instances else ""
+        rows.append(["deployment", f"{dep.instances} x {dep.instance_type}{roles}"])
+        if dep.min_instances == 0:
+            rows.append(["idle", "scales to zero: no instance cost between bursts"])
+        rows.append(
+            [
+                "hourly cost" + (" while serving" if dep.min_instances == 0 else ""),
+                f"{cost} ({dep.price_basis})",
+            ]
+        )
     if rows:
         lines += ["", table(["figure", "value"], rows)]
+    if advice.hyperpod_features:
+        features = [
+            [f.name, "on" if f.enabled else "off", f.setting, f.why] for f in advice.hyperpod_features
+        ]
+        lines += ["", table(["HyperPod operator feature", "advice", "setting", "why"], features)]
     lines += [f"Note: {note}" for note in advice.notes]
     return "\n".join(lines)
 

@@ -13,13 +13,11 @@ escalation, and every claim with a shutdown time.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from inference_tiers.config import (
@@ -48,11 +46,11 @@ from inference_tiers.constructs.eks.cluster import (
     KUBERNETES_VERSION,
     EksCluster,
     admin_principal_arn_setting,
-    as_cluster_ref,
     public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
+from inference_tiers.constructs.sandbox.isolation import SandboxIsolation
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
 from inference_tiers.constructs.sandbox.tenant import SandboxTenant
@@ -75,7 +73,6 @@ from inference_tiers.k8s.sandbox_tenancy import (
     TENANT_NAME_PATTERN,
     TenancySpec,
     TenantSpec,
-    admission_policy,
     claim_command,
 )
 from inference_tiers.tier import Tier
@@ -295,12 +292,6 @@ class AgentSandboxStack(Stack):
             subnets=self.vpc.private_subnets,
             **settings.node_arguments(),
         )
-        # NetworkPolicies are enforced only once the VPC CNI runs its network policy agent. Standard mode, not
-        # strict: strict denies every pod that no policy selects, cluster-wide (CoreDNS, Karpenter included).
-        vpc_cni = self.eks.addons["vpc-cni"].node.default_child
-        assert isinstance(vpc_cni, eks.CfnAddon)
-        vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
-
         self.controller = AgentSandboxController(
             self,
             "SandboxController",
@@ -313,11 +304,9 @@ class AgentSandboxStack(Stack):
         # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
         self.exporters = ClusterExporters(self, "Exporters", cluster=cluster)
         tenancy = settings.tenancy_spec()
-        self.admission_policy = eks.KubernetesManifest(
-            self,
-            "TenantAdmissionPolicy",
-            cluster=as_cluster_ref(cluster),
-            manifest=admission_policy(tenancy.runtime_class_name),
+        # Named for the admission policy it holds, whose logical id (and so the deployed policy) stays as it was.
+        self.isolation = SandboxIsolation(
+            self, "TenantAdmissionPolicy", eks_cluster=self.eks, runtime_class_name=tenancy.runtime_class_name
         )
         self.tenants: dict[str, SandboxTenant] = {}
         for name, values in settings.tenants.items():
@@ -326,14 +315,13 @@ class AgentSandboxStack(Stack):
                 f"Tenant-{name}",
                 cluster=cluster,
                 controller=self.controller,
+                isolation=self.isolation,
                 tenancy=tenancy,
                 name=name,
                 **values,
             )
-            # The first sandbox must meet the runtime class, the admission policy and enforced NetworkPolicies.
-            tenant.manifest.node.add_dependency(
-                self.kata.runtime_class_manifest, self.admission_policy, vpc_cni
-            )
+            # The first sandbox needs the runtime class (the isolation is the tenant's own dependency).
+            tenant.manifest.node.add_dependency(self.kata.runtime_class_manifest)
             self.tenants[name] = tenant
 
         first = next(iter(self.tenants.values()))

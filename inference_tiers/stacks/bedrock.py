@@ -327,6 +327,12 @@ class BedrockStack(Stack):
         )
         CfnOutput(self, "GuardrailArn", value=guardrail.guardrail_arn, description="Guardrail ARN")
         CfnOutput(
+            self,
+            "GuardrailVersionParameter",
+            value=guardrail.version_parameter_name,
+            description="SSM parameter that holds the current guardrail version (read it; never import it)",
+        )
+        CfnOutput(
             self, "InferenceProfileArn", value=profile_arn, description="Inference profile the app calls"
         )
         CfnOutput(self, "ModelId", value=model_id, description="The modelId to call")

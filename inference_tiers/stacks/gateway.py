@@ -61,6 +61,7 @@ from inference_tiers.constructs.gateway import (
     OpenAICompatibleTarget,
     SageMakerTarget,
 )
+from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB, fargate_memory_text
 from inference_tiers.constructs.gateway.targets import GatewayTarget
 from inference_tiers.litellm.config import LITELLM_IMAGE, MODEL_NAME_PATTERN, RouterOptions
 from inference_tiers.tier import Tier
@@ -73,7 +74,6 @@ _GUARDRAIL_ARN = r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrai
 _KMS_KEY_ARN = r"arn:aws(-[a-z-]+)?:kms:[a-z0-9-]{1,20}:[0-9]{12}:key/[a-f0-9-]{36}"
 _CERT_ARN = r"arn:aws(-[a-z-]+)?:acm:[a-z0-9-]{1,20}:[0-9]{12}:certificate/[a-f0-9-]{36}"
 _AIP_ARN = r"arn:aws(-[a-z-]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:application-inference-profile/[a-z0-9]+"
-_CPU_UNITS = (1024, 2048, 4096, 8192, 16384)
 _NAME = text(MODEL_NAME_PATTERN, description="a model name such as nova-lite")
 _URL = text(r"https?://[^\s/?#]+(/[^\s?#]*)?", description="an http(s) URL such as http://10.1.0.5:30000/v1")
 
@@ -151,6 +151,10 @@ class GatewaySettings:
         mapping(items(_NAME, min_items=1, max_items=5), key_pattern=MODEL_NAME_PATTERN, max_items=20),
         "Model name -> model names tried in order when it fails.",
     )
+    allow_unguarded_fallbacks: bool = setting(
+        boolean(),
+        "Let gateway.fallbacks send a call to the guarded Bedrock model on to a model without its guardrail.",
+    )
     request_timeout_seconds: int = setting(
         integer(5, 3600), "A call's time limit (the ALB idle timeout follows)."
     )
@@ -182,13 +186,15 @@ class GatewaySettings:
                 self.bedrock_model_id,
                 "a foundation-model id without the geography prefix (set gateway.bedrock_inference_profile)",
             )
-        if self.cpu not in _CPU_UNITS:
-            raise ConfigError("gateway.cpu", self.cpu, "one of " + ", ".join(map(str, _CPU_UNITS)))
-        if not 2 * self.cpu <= self.memory_mib <= 8 * self.cpu:
+        if self.cpu not in FARGATE_MEMORY_MIB:
+            raise ConfigError("gateway.cpu", self.cpu, "one of " + ", ".join(map(str, FARGATE_MEMORY_MIB)))
+        if self.memory_mib not in FARGATE_MEMORY_MIB[self.cpu]:
+            raise ConfigError("gateway.memory_mib", self.memory_mib, fargate_memory_text(self.cpu))
+        if self.sagemaker_inference_component and not self.sagemaker_endpoint_name:
             raise ConfigError(
-                "gateway.memory_mib",
-                self.memory_mib,
-                f"2 to 8 MiB per CPU unit ({2 * self.cpu} to {8 * self.cpu})",
+                "gateway.sagemaker_inference_component",
+                self.sagemaker_inference_component,
+                "empty unless gateway.sagemaker_endpoint_name names the endpoint it runs on",
             )
         given = [self.guardrail_arn, self.guardrail_version]
         if any(given) and not all(given):
@@ -209,6 +215,14 @@ class GatewaySettings:
                     f"gateway.fallbacks.{source}",
                     list(targets),
                     f"model names among {sorted(names)} (not {unknown})",
+                )
+            unguarded = sorted(set(targets) - {self.bedrock_model_name})
+            if source == self.bedrock_model_name and unguarded and not self.allow_unguarded_fallbacks:
+                raise ConfigError(
+                    f"gateway.fallbacks.{source}",
+                    list(targets),
+                    f"no model without the tier-1 guardrail (not {unguarded}) as a fallback of the guarded "
+                    "Bedrock model, unless gateway.allow_unguarded_fallbacks=true",
                 )
 
     def account_requirements(self) -> AccountRequirements:
@@ -256,6 +270,7 @@ class GatewayStack(Stack):
                 request_timeout_seconds=settings.request_timeout_seconds,
                 num_retries=settings.num_retries,
                 fallbacks={name: list(targets) for name, targets in settings.fallbacks.items()},
+                allow_unguarded_fallbacks=settings.allow_unguarded_fallbacks,
             ),
             desired_count=settings.desired_count,
             max_count=settings.max_count,
@@ -348,8 +363,8 @@ class GatewayStack(Stack):
             profile = getattr(bedrock, "inference_profile", None)
             if profile is not None and not settings.bedrock_application_profile_arn:
                 model = profile.model_source
-            guardrail: IVersionedGuardrail = getattr(bedrock, "guardrail")  # noqa: B009 (BedrockStack.guardrail)
-            return guardrail, model
+            # The guardrail contract: the version comes from the bedrock stack's SSM parameter, not an export.
+            return getattr(bedrock, "guardrail").for_consumer(self), model  # noqa: B009 (BedrockStack.guardrail)
         return ImportedGuardrail(
             guardrail_arn=self._parameter("GuardrailArn", _GUARDRAIL_ARN, "The bedrock stack's GuardrailArn"),
             guardrail_version=self._parameter(

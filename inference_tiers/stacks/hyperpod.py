@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -34,6 +34,7 @@ from inference_tiers.config import (
     setting,
     text,
 )
+from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.nag import acknowledge
@@ -423,16 +424,8 @@ class HyperPodStack(Stack):
             "inference_tiers/assets/hyperpod/fetch-dependency-chart.sh, then deploy with "
             "-c hyperpod.dependency_chart_dir=<its output directory>"
         )
-        Annotations.of(self).add_warning_v2("inference-tiers:hyperpod-chart-missing", message)
-        # Synth stays possible (review, tests); CloudFormation rejects the deployment before creating anything.
-        CfnRule(
-            self,
-            "DependencyChartPackaged",
-            assertions=[
-                CfnRuleAssertion(
-                    assert_=Fn.condition_equals("not-packaged", "packaged"), assert_description=message
-                )
-            ],
+        refuse_unfetched_chart(
+            self, "DependencyChartPackaged", "inference-tiers:hyperpod-chart-missing", message
         )
         return MISSING_CHART_PLACEHOLDER
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from inference_tiers.config import (
@@ -35,6 +36,7 @@ from inference_tiers.config import (
     text,
 )
 from inference_tiers.constructs.observability import ADOT_IMAGE, ObservabilityHub
+from inference_tiers.litellm.config import MASTER_KEY_PREFIX
 from inference_tiers.litellm.config import PORT as LITELLM_PORT
 from inference_tiers.observability.rules import AlertThresholds
 from inference_tiers.observability.scraper_rbac import scraper_rbac
@@ -152,8 +154,13 @@ class ObservabilityStack(Stack):
             self._scrape_disaggregated(disaggregated)
         if gateway is not None:
             proxy = getattr(gateway, "gateway")  # noqa: B009 (GatewayStack.gateway)
+            # LiteLLM 1.104.0 answers /metrics only with a key (require_auth_for_metrics_endpoint; audit W1).
             self.hub.add_ecs_collector(
-                proxy.task_definition, metrics_port=LITELLM_PORT, log_group=proxy.log_group
+                proxy.task_definition,
+                metrics_port=LITELLM_PORT,
+                log_group=proxy.log_group,
+                metrics_key=ecs.Secret.from_secrets_manager(proxy.master_key_secret),
+                metrics_key_prefix=MASTER_KEY_PREFIX,
             )
             proxy.export_traces()  # the sidecar receives OTLP on 127.0.0.1:4318
         CfnOutput(self, "WorkspaceArn", value=self.hub.workspace_arn)

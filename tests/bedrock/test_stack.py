@@ -19,6 +19,7 @@ OUTPUTS = {
     "GuardrailId",
     "GuardrailVersion",
     "GuardrailArn",
+    "GuardrailVersionParameter",
     "InferenceProfileArn",
     "ModelId",
     "ApplicationRoleArn",

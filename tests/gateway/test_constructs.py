@@ -140,6 +140,15 @@ PURE_MISUSE = [
             [OpenAICompatibleModel("m", URL, "x")], router=RouterOptions(fallbacks={"m": ["m"]})
         ),
     ),
+    (
+        "render_config",
+        "router.fallbacks.nova",
+        lambda: render_config(
+            [BedrockModel("nova", "us.a.b", CONFIG, "us-east-1"), OpenAICompatibleModel("m", URL, "x")],
+            router=RouterOptions(fallbacks={"nova": ["m"]}),
+        ),
+    ),
+    ("RouterOptions", "allow_unguarded_fallbacks", lambda: RouterOptions(allow_unguarded_fallbacks="yes")),
     ("proxy_command", "workers", lambda: proxy_command(workers=0)),
     ("proxy_command", "port", lambda: proxy_command(workers=1, port=80)),
     ("proxy_command", "config_path", lambda: proxy_command(workers=1, config_path="relative.yaml")),
@@ -215,6 +224,10 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("max_count", {"desired_count": 4, "max_count": 3}),
     ("cpu", {"cpu": 3000}),
     ("memory_mib", {"cpu": 1024, "memory_mib": 1024}),
+    # Fargate's own table, not a ratio: above 30 GiB for 4 vCPU, and not a whole GiB step
+    ("memory_mib", {"cpu": 4096, "memory_mib": 32768}),
+    ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
+    ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
     ("router", {"router": {"num_retries": 1}}),
     ("encryption_key", {"encryption_key": "alias/gateway"}),
@@ -341,3 +354,14 @@ def test_export_traces_turns_on_the_otel_callback_and_traceparent_forwarding(tmp
     settings = json.loads(environment["LITELLM_CONFIG_YAML"])["litellm_settings"]
     assert settings["callbacks"] == ["prometheus", "otel"]
     assert settings["forward_traceparent_to_llm_provider"] is True
+
+
+def test_a_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> None:
+    models = [BedrockModel("nova", "us.a.b", CONFIG, "us-east-1"), OpenAICompatibleModel("m", URL, "x")]
+    with pytest.raises(ArgumentError, match=r"guarded Bedrock models only \(not \['m'\]\)"):
+        render_config(models, router=RouterOptions(fallbacks={"nova": ["m"]}))
+    allowed = RouterOptions(fallbacks={"nova": ["m"]}, allow_unguarded_fallbacks=True)
+    assert render_config(models, router=allowed)["router_settings"]["fallbacks"] == [{"nova": ["m"]}]
+    # the other way round keeps the guardrail: an unguarded model may fall back to a guarded one
+    back = render_config(models, router=RouterOptions(fallbacks={"m": ["nova"]}))
+    assert back["router_settings"]["fallbacks"] == [{"m": ["nova"]}]

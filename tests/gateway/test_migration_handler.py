@@ -122,3 +122,64 @@ def test_delete_touches_nothing() -> None:
     ecs = FakeEcs(exit_code=0)
     result, data = run(ecs, {**EVENT, "RequestType": "Delete", "PhysicalResourceId": "keep-me"})
     assert result == {"PhysicalResourceId": "keep-me"} and not data.calls and not ecs.run
+
+
+class ClientError(Exception):
+    """botocore's ClientError as the handler sees it: the error code in ``response``."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.response = {"Error": {"Code": code}}
+
+
+class WriterNotReadyYet(FakeDataApi):
+    """The Data API before the writer instance is available: ``failures`` errors, then answers."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def execute_statement(self, **kwargs: Any) -> dict[str, Any]:
+        if self.failures:
+            raise ClientError(self.failures.pop(0))
+        return super().execute_statement(**kwargs)
+
+
+def run_with(data: FakeDataApi, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, list[float]]:
+    module = handler()
+    waits: list[float] = []
+    monkeypatch.setattr(module.time, "sleep", waits.append)
+    module.on_event(EVENT, None, {"rds-data": data, "secretsmanager": FakeSecrets(), "ecs": FakeEcs(0)})
+    return module, waits
+
+
+def test_a_writer_that_is_not_available_yet_is_retried_with_growing_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The three codes botocore's rds-data model (2018-08-01) gives a writer that does not answer yet.
+    codes = ["DatabaseNotFoundException", "DatabaseUnavailableException", "DatabaseResumingException"]
+    data = WriterNotReadyYet(list(codes))
+    module, waits = run_with(data, monkeypatch)
+    assert waits[: len(codes)] == list(module.BACKOFF_SECONDS[: len(codes)])
+    assert waits[0] < waits[1] < waits[2]
+    assert [c["sql"] for c in data.calls if c["sql"] in QUERIES] == QUERIES, (
+        "every query ran once it answered"
+    )
+
+
+def test_the_retries_are_bounded_and_fit_lambdas_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = handler()
+    attempts = len(module.BACKOFF_SECONDS) + 1
+    data = WriterNotReadyYet(["DatabaseUnavailableException"] * attempts)
+    with pytest.raises(ClientError, match="DatabaseUnavailableException"):
+        run_with(data, monkeypatch)
+    assert not data.failures, f"gave up after exactly {attempts} attempts"
+    # The retries plus the wait for the migration task end before the function's 14-minute timeout.
+    assert sum(module.BACKOFF_SECONDS) + module.WAIT_SECONDS <= 12 * 60
+
+
+def test_other_data_api_errors_fail_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = WriterNotReadyYet(["BadRequestException", "DatabaseUnavailableException"])
+    with pytest.raises(ClientError, match="BadRequestException"):
+        run_with(data, monkeypatch)
+    assert data.failures == ["DatabaseUnavailableException"] and not data.calls

@@ -6,8 +6,17 @@ from typing import Any
 
 import pytest
 
+from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
-from tests.harness import make_app
+from inference_tiers.stacks.gateway import GatewaySettings
+from tests.harness import configured_app, make_app
+
+
+def gateway_settings(**context: Any) -> GatewaySettings:
+    """The parsed settings only (no stack is built)."""
+    app = configured_app(tier="gateway", **context)
+    return parse_app_config(app.node.get_all_context()).for_tier("gateway", GatewaySettings)
+
 
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
 
@@ -64,5 +73,48 @@ def test_max_count_is_at_least_desired_count() -> None:
 def test_fargate_cpu_and_memory_pairs_are_checked_before_any_construct() -> None:
     with pytest.raises(ConfigError, match="'gateway.cpu': got 3000; expected one of 1024, 2048"):
         make_app(tier="gateway", **{"gateway.cpu": "3000"})
-    with pytest.raises(ConfigError, match="'gateway.memory_mib': got 4096; expected 2 to 8 MiB per CPU unit"):
-        make_app(tier="gateway", **{"gateway.cpu": "4096", "gateway.memory_mib": "4096"})
+
+
+# Fargate's table (docs.aws.amazon.com/AmazonECS/latest/developerguide/task-cpu-memory-error.html): the pairs
+# CloudFormation's own validation refuses with E3047 (audit W10), and the edges of each row.
+@pytest.mark.parametrize(
+    ("cpu", "memory", "accepted"),
+    [
+        (4096, 4096, "8192 to 30720 MiB in steps of 1024"),
+        (4096, 32768, "8192 to 30720 MiB in steps of 1024"),
+        (4096, 9000, "8192 to 30720 MiB in steps of 1024"),
+        (1024, 9216, "2048 to 8192 MiB in steps of 1024"),
+        (8192, 18432, "16384 to 61440 MiB in steps of 4096"),
+        (16384, 36864, "32768 to 122880 MiB in steps of 8192"),
+    ],
+)
+def test_memory_outside_fargates_table_names_the_key_and_the_sizes(
+    cpu: int, memory: int, accepted: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"'gateway.memory_mib': got {memory}; expected {accepted}"):
+        make_app(tier="gateway", **{"gateway.cpu": str(cpu), "gateway.memory_mib": str(memory)})
+
+
+@pytest.mark.parametrize(("cpu", "memory"), [(1024, 8192), (2048, 16384), (4096, 30720), (8192, 20480)])
+def test_memory_in_fargates_table_is_accepted(cpu: int, memory: int) -> None:
+    settings = gateway_settings(**{"gateway.cpu": cpu, "gateway.memory_mib": memory})
+    assert (settings.cpu, settings.memory_mib) == (cpu, memory)
+
+
+def test_an_inference_component_without_its_endpoint_is_refused() -> None:
+    with pytest.raises(
+        ConfigError, match="'gateway.sagemaker_inference_component': got 'qwen-ic'; expected empty unless"
+    ):
+        make_app(tier="gateway", **{"gateway.sagemaker_inference_component": "qwen-ic"})
+
+
+def test_the_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> None:
+    fallbacks = '{"nova-lite": ["qwen3-8b"]}'
+    context = {"gateway.sagemaker_endpoint_name": "qwen", "gateway.fallbacks": fallbacks}
+    with pytest.raises(
+        ConfigError,
+        match=r"'gateway.fallbacks.nova-lite'.*not \['qwen3-8b'\].*gateway.allow_unguarded_fallbacks",
+    ):
+        make_app(tier="gateway", **context)
+    allowed = gateway_settings(**context, **{"gateway.allow_unguarded_fallbacks": "true"})
+    assert allowed.fallbacks == {"nova-lite": ("qwen3-8b",)} and allowed.allow_unguarded_fallbacks

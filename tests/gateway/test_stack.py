@@ -12,6 +12,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from inference_tiers.litellm.config import LITELLM_IMAGE, LITELLM_VERSION
 from inference_tiers.nag import InferenceChecks
 from tests.harness import TierBuild, build_tier, nag_findings
+from tests.hyperpod.support import depends_on
 
 STACK = "InferenceTiers-Gateway"
 
@@ -108,6 +109,42 @@ def test_serving_tasks_never_migrate_and_a_custom_resource_does_once_per_task_de
     service_id = next(iter(resources(template, "AWS::ECS::Service")))
     migration_id = next(iter(resources(template, "Custom::LiteLLMMigration")))
     assert migration_id in template.to_json()["Resources"][service_id]["DependsOn"]
+
+
+def test_the_migration_waits_for_the_aurora_writer_and_the_nat_routes(template: Template) -> None:
+    """W3: the handler's first Data API call needs an available writer ("DatabaseNotFoundException: The DB
+    cluster doesn't have a DB instance", botocore rds-data 2018-08-01), and the migration task pulls the image
+    from ghcr.io through the private subnets' default routes to the NAT gateways."""
+    whole = template.to_json()
+    closure = depends_on(whole, next(iter(resources(template, "Custom::LiteLLMMigration"))))
+    instances = set(resources(template, "AWS::RDS::DBInstance"))
+    assert any("Writer" in i for i in instances) and instances <= closure, sorted(instances - closure)
+    assert set(resources(template, "AWS::RDS::DBCluster")) <= closure
+    subnets = set(only(template, "Custom::LiteLLMMigration")["Subnets"][i]["Ref"] for i in range(2))
+    nat_routes = {
+        logical_id
+        for logical_id, route in resources(template, "AWS::EC2::Route").items()
+        if "NatGatewayId" in route["Properties"]
+        and any(
+            association["Properties"]["SubnetId"]["Ref"] in subnets
+            and association["Properties"]["RouteTableId"] == route["Properties"]["RouteTableId"]
+            for association in resources(template, "AWS::EC2::SubnetRouteTableAssociation").values()
+        )
+    }
+    assert len(nat_routes) == len(subnets) and nat_routes <= closure, sorted(nat_routes - closure)
+
+
+def test_no_function_reserves_concurrency(template: Template) -> None:
+    """W7: new accounts have 10 concurrent executions and Lambda keeps 10 unreserved, so any reservation fails
+    there ("decreases account's UnreservedConcurrentExecution below its minimum value of [10]")."""
+    functions = resources(template, "AWS::Lambda::Function")
+    assert any("Migration" in logical_id for logical_id in functions)
+    reserved = {
+        i: f["Properties"]["ReservedConcurrentExecutions"]
+        for i, f in functions.items()
+        if "ReservedConcurrentExecutions" in f["Properties"]
+    }
+    assert reserved == {}
 
 
 def test_the_container_health_check_uses_python_on_the_liveness_route(template: Template) -> None:

@@ -253,8 +253,13 @@ def test_scale_to_zero_adds_an_activation_trigger_that_exists_without_pods() -> 
     )["spec"]
     assert spec["minReplicaCount"] == 0
     demand = next(t for t in spec["triggers"] if t["name"] == "demand")
-    assert metric_names(demand["metadata"]["query"]) == {"inference_objective_request_total"}
+    # Both EPP counters: with no pod the EPP counts a request only as an error (gateway-api-inference-extension
+    # v1.5.0 pkg/epp/handlers/server.go:240-254, requestcontrol/director.go:172-177); both are in its metrics list.
+    names = metric_names(demand["metadata"]["query"])
+    assert names == {"inference_objective_request_total", "inference_objective_request_error_total"}
+    assert names <= exported_metrics()
     assert demand["metadata"]["activationThreshold"] == "0"
+    assert (demand["metadata"]["threshold"], demand["metricType"]) == ("1", "AverageValue")  # one replica
 
 
 def test_gateway_is_istio_internal_and_routes_only_its_namespace() -> None:

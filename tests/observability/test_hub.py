@@ -14,6 +14,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -189,6 +190,51 @@ def test_scraper_accepts_deploy_time_ids(tmp_path: Path) -> None:
     assert len(hub.scrapers) == 1
 
 
+def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(tmp_path: Path) -> None:
+    """A foreign app: the hub in one stack, an EksCluster in another whose KEDA role queries the hub. The
+    scraper created in the cluster's stack (``scope=``) keeps the dependency one way; created in the hub's
+    stack it would point back at the cluster's stack (CDK's DependencyCycle)."""
+    from inference_tiers.constructs.eks.cluster import EksCluster
+
+    app = cdk.App(outdir=str(tmp_path), context={"aws:cdk:bundling-stacks": []})
+    env = cdk.Environment(account="111122223333", region="us-east-1")
+    cluster_stack = cdk.Stack(app, "Cluster", env=env)
+    eks = EksCluster(cluster_stack, "Eks")
+    hub_stack = cdk.Stack(app, "Observability", env=env)
+    hub = ObservabilityHub(hub_stack, "Hub")
+    hub.grant_query(
+        iam.Role(cluster_stack, "Keda", assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"))
+    )
+    subnets = eks.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, one_per_az=True)
+    scraper = hub.add_eks_scraper(
+        "Scraper",
+        cluster_arn=eks.cluster.cluster_arn,
+        subnet_ids=subnets.subnet_ids,
+        security_group_ids=[eks.cluster_security_group_id],
+        cluster_label="inference",
+        scope=eks,
+    )
+    assembly = app.synth()
+    assert cdk.Stack.of(scraper) is cluster_stack and hub.scrapers == [scraper]
+    assert [s.stack_name for s in cluster_stack.dependencies] == ["Observability"]
+    assert hub_stack.dependencies == []
+    template = assembly.get_stack_by_name("Cluster").template
+    (resource,) = (r for r in template["Resources"].values() if r["Type"] == "AWS::APS::Scraper")
+    destination = resource["Properties"]["Destination"]["AmpConfiguration"]["WorkspaceArn"]
+    assert "Fn::ImportValue" in destination  # the hub's workspace, read from the cluster's stack
+
+
+def test_scraper_id_already_used_in_its_scope_is_refused_by_name(tmp_path: Path) -> None:
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    arguments = {"cluster_arn": CLUSTER, "subnet_ids": SUBNETS, "security_group_ids": GROUPS}
+    hub.add_eks_scraper("Scraper", cluster_label="c", scope=stack, **arguments)
+    with pytest.raises(ArgumentError, match="parameter 'construct_id' got 'Scraper'.*not yet used under S"):
+        hub.add_eks_scraper("Scraper", cluster_label="c", scope=stack, **arguments)
+    with pytest.raises(ArgumentError, match="parameter 'scope'"):
+        hub.add_eks_scraper("Other", cluster_label="c", scope="S", **arguments)  # type: ignore[arg-type]
+
+
 def test_collector_refuses_an_unpinned_image(tmp_path: Path) -> None:
     stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
     hub = ObservabilityHub(stack, "Hub")
@@ -218,6 +264,7 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     other.gateway = SimpleNamespace(  # type: ignore[attr-defined]
         task_definition=task,
         log_group=logs.LogGroup(other, "Logs"),
+        master_key_secret=secretsmanager.Secret(other, "MasterKey"),
         export_traces=lambda: traced.append(True),
     )
     settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]

@@ -202,3 +202,16 @@ def test_export_writes_importable_files(tmp_path: Path) -> None:
     paths = dashboards.export(tmp_path / "boards")
     assert sorted(p.name for p in paths) == sorted(all_dashboards())
     assert json.loads(paths[0].read_text()) == all_dashboards()[paths[0].name]
+
+
+@pytest.mark.parametrize("out", ["existing.json", "existing.json/boards"])
+def test_export_to_a_file_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, out: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    existing = tmp_path / "existing.json"
+    existing.write_text("{}")
+    assert cli.main(["dashboards", "export", "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out: got '{tmp_path / out}'")
+    assert "expected a folder" in err and "Traceback" not in err
+    assert existing.read_text() == "{}"  # left as it was

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def test_tp_beyond_kv_heads_replicates_heads() -> None:
 
 def test_concurrency_is_the_kv_budget_left_after_weights() -> None:
     sizing = size_kv(LLAMA_70B, kv_dtype="bf16", context_tokens=131072, instance=P5)
-    usable = int(80 * GIB * 0.9)
+    usable = int(80e9 * 0.9)  # H100 "80 GB": decimal gigabytes, as NVIDIA states it
     weights = 70.6e9 * 2 / 8
     assert sizing.kv_budget_bytes_per_gpu == usable - int(-(-weights // 1))
     assert sizing.concurrent_requests_per_instance == int((usable - weights) // (5 * GIB))
@@ -267,18 +268,24 @@ def test_steady_traffic_without_eks_stays_on_sagemaker_and_says_why() -> None:
     assert any("does not run EKS" in reason for reason in advice.reasons)
 
 
-def test_long_prompts_over_efa_go_to_disaggregated_with_a_prefill_node() -> None:
+def test_long_prompts_over_efa_go_to_disaggregated_with_prefill_nodes_for_the_rate() -> None:
     advice = advise(
-        workload(input_tokens=131072, output_tokens=1024, concurrency=20),
+        workload(input_tokens=126976, output_tokens=4096, concurrency=20),
         LLAMA_70B,
         prices=PRICES,
         instance_type="p5.48xlarge",
     )
     assert advice.tier == "disaggregated" and advice.next_tier is None
-    assert advice.sizing is not None and advice.deployment is not None
+    assert advice.sizing is not None and advice.deployment is not None and advice.disaggregation is not None
     decode_nodes = -(-20 // advice.sizing.concurrent_requests_per_instance)
-    assert advice.deployment.instances == decode_nodes + 1
-    assert advice.deployment.hourly_usd == pytest.approx(55.04 * (decode_nodes + 1))
+    # Little's law by hand: 20 streams, each a prefill plus 4096 tokens at 50 ms; one TP8 replica per node.
+    prefill = advice.disaggregation.prefill_seconds
+    rate = 20 / (prefill + 4096 * 0.05)
+    assert advice.requests_per_second == pytest.approx(rate)
+    prefill_nodes = max(1, math.ceil(rate * prefill / 0.8))
+    assert advice.deployment.prefill_instances == prefill_nodes
+    assert advice.deployment.instances == decode_nodes + prefill_nodes
+    assert advice.deployment.hourly_usd == pytest.approx(55.04 * (decode_nodes + prefill_nodes))
     assert not any("p5-family" in note for note in advice.notes)
 
 
@@ -302,17 +309,23 @@ def test_model_larger_than_any_node_goes_to_disaggregated() -> None:
 
 
 def test_cheapest_fitting_instance_is_chosen() -> None:
-    instance = choose_instance(
-        preset("qwen3-8b"), kv_dtype="bf16", weight_dtype="bf16", context_tokens=4096, prices=PRICES
+    best = choose_instance(
+        preset("qwen3-8b"),
+        kv_dtype="bf16",
+        weight_dtype="bf16",
+        context_tokens=4096,
+        concurrency=1,
+        prices=PRICES,
     )
-    assert instance is not None and instance.name == "g6.xlarge"  # $0.8048/h, the cheapest 24 GiB GPU
+    assert best is not None and best.instance.name == "g6.xlarge"  # $0.8048/h, the cheapest 24 GB GPU
+    assert best.instances == 1 and best.hourly_usd == 0.8048
 
 
 def test_the_chosen_instance_fits_at_the_requested_tp() -> None:
     # 141 GB of bf16 weights over 2 GPUs: the cheapest type at TP2 must hold 70 GB per GPU (not a 48 GB L40S).
     advice = advise(workload(), preset("llama-3.1-70b"), prices=PRICES, tp=2)
     assert advice.sizing is not None and advice.sizing.tp == 2 and advice.sizing.fits
-    assert GPU_INSTANCE_TYPES[advice.sizing.instance_type].gpu_memory_gib >= 80
+    assert GPU_INSTANCE_TYPES[advice.sizing.instance_type].gpu_memory_gb >= 80
     assert not any("does not fit" in reason for reason in advice.reasons)
 
 
@@ -378,7 +391,7 @@ def test_advise_json_output(capsys: pytest.CaptureFixture[str]) -> None:
             "--instance-type",
             "p5.48xlarge",
             "--input-tokens",
-            "131072",
+            "131071",
             "--output-tokens",
             "1",
             "--json",
@@ -457,6 +470,10 @@ def test_params_b_on_an_moe_preset_keeps_the_active_parameters() -> None:
     assert (dense.params_b, dense.active_params_b) == (4, 4)
 
 
-def test_context_beyond_the_model_maximum_is_noted() -> None:
-    advice = advise(workload(input_tokens=40000, output_tokens=2000), preset("qwen3-8b"), prices=PRICES)
-    assert "42000 tokens exceed qwen3-8b's 40960-token context" in advice.notes
+def test_context_beyond_the_model_maximum_is_refused() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"--input-tokens 40000 \+ --output-tokens 2000 = 42000 tokens: qwen3-8b has 40960 positions; "
+        r"expected at most 40960",
+    ):
+        advise(workload(input_tokens=40000, output_tokens=2000), preset("qwen3-8b"), prices=PRICES)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 from aws_cdk.assertions import Template
 
+from inference_tiers.constructs.sandbox.controller import WRITABLE_TMP_PATCH
 from tests.harness import DATA_DIR
 
 DATA = DATA_DIR / "sandbox"
@@ -126,3 +130,50 @@ def helm_charts(template: Template) -> dict[str, dict[str, Any]]:
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [m for m in objects if m["kind"] == kind]
+
+
+def karpenter_role_id(template: Template) -> str:
+    """The logical id of the role that the ``kube-system/karpenter`` Pod Identity association binds."""
+    (role_id,) = [
+        a["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+        for a in template.find_resources("AWS::EKS::PodIdentityAssociation").values()
+        if a["Properties"]["ServiceAccount"] == "karpenter"
+    ]
+    return str(role_id)
+
+
+def policy_statements(template: Template, role_id: str) -> dict[str, dict[str, Any]]:
+    """The statements of every ``AWS::IAM::Policy`` attached to ``role_id``, by Sid (``#<index>`` without)."""
+    found: dict[str, dict[str, Any]] = {}
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            found.update({s.get("Sid", f"#{index}"): s for index, s in enumerate(statements)})
+    return found
+
+
+def chart_template_skeleton(text: str) -> Any:
+    """What a Helm template always renders, parsed: the template with every line that holds a template action
+    (``{{ ... }}``) dropped. Enough for the literal ports, volume mounts and volumes of a chart's Deployment (not
+    for anything values add), and with no helm binary."""
+    return yaml.safe_load("\n".join(line for line in text.splitlines() if "{{" not in line))
+
+
+def fetched_agent_sandbox_chart(directory: Path) -> Path:
+    """What the fetch script makes, from the vendored v0.5.6 chart files: ``helm/`` (Chart.yaml, values.yaml,
+    the CRDs, templates/deployment.yaml) with ``writable-tmp.patch`` applied by ``git apply``, as the script does."""
+    chart = directory / "helm"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "crds").mkdir()
+    upstream = DATA / "agent-sandbox"
+    for name in ("Chart.yaml", "values.yaml", "templates/deployment.yaml"):
+        shutil.copyfile(upstream / "helm" / name, chart / name)
+    for crd in upstream.glob("*.yaml"):
+        shutil.copyfile(crd, chart / "crds" / crd.name)
+    apply_patch(directory, WRITABLE_TMP_PATCH)
+    return chart
+
+
+def apply_patch(directory: Path, patch: Path) -> None:
+    """Apply ``patch`` (paths as in the upstream repository) under ``directory``, as the fetch scripts do."""
+    subprocess.run(["git", "apply", str(patch)], cwd=directory, check=True, capture_output=True)

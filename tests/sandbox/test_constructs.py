@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from inference_tiers.constructs.sandbox import (
     Karpenter,
     KataSandboxNodes,
     PodIdentityRole,
+    SandboxIsolation,
     SandboxTenant,
 )
 from inference_tiers.k8s.sandbox_tenancy import TenancySpec
@@ -33,7 +35,21 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     eks = EksCluster(stack, "Eks", admin_principal_arns=["arn:aws:iam::123456789012:role/Admin"])
     karpenter = Karpenter(stack, "Karpenter", cluster=eks.cluster)
     controller = AgentSandboxController(stack, "Controller", cluster=eks.cluster)
-    return {"stack": stack, "eks": eks, "karpenter": karpenter, "controller": controller}
+    isolation = SandboxIsolation(
+        stack, "Isolation", eks_cluster=eks, runtime_class_name=TENANCY.runtime_class_name
+    )
+    other = EksCluster(cdk.Stack(app, "Other"), "Eks")
+    other_isolation = SandboxIsolation(
+        other, "Isolation", eks_cluster=other, runtime_class_name=TENANCY.runtime_class_name
+    )
+    return {
+        "stack": stack,
+        "eks": eks,
+        "karpenter": karpenter,
+        "controller": controller,
+        "isolation": isolation,
+        "other_isolation": other_isolation,
+    }
 
 
 _counter = iter(range(10_000))
@@ -102,12 +118,22 @@ def test_controller_refuses_a_string_or_an_unfetched_directory(base: dict[str, A
         ({"name": "Team A"}, "name", "a DNS label"),
         ({"egress": ["169.254.169.254/32:80"]}, r"egress\[0\]", "instance metadata"),
         ({"warm_pool": 3, "max_sandboxes": 2}, "warm_pool", "from 0 to 2"),
+        ({"isolation": None}, "isolation", "a SandboxIsolation construct .*enforces the NetworkPolicies"),
+        ({"isolation": "other"}, "isolation", "a SandboxIsolation of the cluster given as cluster"),
+        (
+            {"tenancy": dataclasses.replace(TENANCY, runtime_class_name="kata-clh-runtime-rs")},
+            "tenancy",
+            "runtime_class_name 'kata-qemu-runtime-rs', the class the isolation's admission policy requires",
+        ),
     ],
 )
 def test_tenant_refuses(base: dict[str, Any], kwargs: dict[str, Any], param: str, accepted: str) -> None:
+    if kwargs.get("isolation") == "other":
+        kwargs = {"isolation": base["other_isolation"]}
     props = {
         "cluster": base["eks"].cluster,
         "controller": base["controller"],
+        "isolation": base["isolation"],
         "tenancy": TENANCY,
         "name": "t",
         **kwargs,
@@ -144,9 +170,37 @@ def test_a_tenant_in_someone_elses_app_gets_its_role_and_objects(base: dict[str,
         _id(),
         cluster=base["eks"].cluster,
         controller=base["controller"],
+        isolation=base["isolation"],
         tenancy=TENANCY,
         name="ext",
     )
     assert tenant.namespace == "sandbox-ext"
     assert tenant.identity.association.namespace == "sandbox-ext"
     assert tenant.identity.association.service_account == "sandbox"
+
+
+def test_a_tenant_cannot_be_built_without_isolation(base: dict[str, Any]) -> None:
+    with pytest.raises(
+        TypeError, match=r"SandboxTenant.__init__\(\) missing 1 required keyword-only argument: 'isolation'"
+    ):
+        SandboxTenant(  # type: ignore[call-arg]
+            base["stack"],
+            _id(),
+            cluster=base["eks"].cluster,
+            controller=base["controller"],
+            tenancy=TENANCY,
+            name="n",
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param", "accepted"),
+    [
+        ({"eks_cluster": "cluster"}, "eks_cluster", "an EksCluster construct"),
+        ({"runtime_class_name": "Kata QEMU"}, "runtime_class_name", "a RuntimeClass name"),
+    ],
+)
+def test_isolation_refuses(base: dict[str, Any], kwargs: dict[str, Any], param: str, accepted: str) -> None:
+    props = {"eks_cluster": base["eks"], "runtime_class_name": "kata-qemu-runtime-rs", **kwargs}
+    with pytest.raises(ArgumentError, match=rf"SandboxIsolation: parameter '{param}' got .*{accepted}"):
+        SandboxIsolation(base["stack"], _id(), **props)

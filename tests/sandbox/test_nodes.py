@@ -25,8 +25,10 @@ from tests.sandbox.helpers import (
     TOKEN,
     by_kind,
     helm_charts,
+    karpenter_role_id,
     manifests,
     missing_values_keys,
+    policy_statements,
     validate_custom_resource,
 )
 
@@ -241,7 +243,7 @@ def test_karpenter_role_is_pod_identity_only_and_scoped_to_tagged_resources(temp
             "Principal": {"Service": "pods.eks.amazonaws.com"},
         }
     ]
-    statements = _policy_statements(template, role_id)
+    statements = policy_statements(template, role_id)
     for sid in ("CreateTaggedInstances", "TagOnCreate", "DeleteOwnInstancesAndTemplates", "TagOwnInstances"):
         conditions = statements[sid]["Condition"]
         tag_conditions = {**conditions.get("StringEquals", {}), **conditions.get("StringLike", {})}
@@ -251,9 +253,7 @@ def test_karpenter_role_is_pod_identity_only_and_scoped_to_tagged_resources(temp
         "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}
     }
     assert not any("iam:CreateInstanceProfile" in str(s["Action"]) for s in statements.values())
-    profile = statements["ReadInstanceProfile"]
-    assert profile["Action"] == "iam:GetInstanceProfile"
-    assert profile["Resource"]["Fn::GetAtt"][0].startswith("KarpenterInstanceProfile")
+    assert statements["ReadInstanceProfiles"]["Action"] == "iam:GetInstanceProfile"
 
 
 def test_interruption_events_reach_an_encrypted_queue_only_karpenter_reads(template: Template) -> None:
@@ -264,6 +264,7 @@ def test_interruption_events_reach_an_encrypted_queue_only_karpenter_reads(templ
     rules = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::Events::Rule"]
     assert sorted(r["EventPattern"]["detail-type"][0] for r in rules) == [
         "AWS Health Event",
+        "EC2 Capacity Reservation Instance Interruption Warning",
         "EC2 Instance Rebalance Recommendation",
         "EC2 Instance State-change Notification",
         "EC2 Spot Instance Interruption Warning",
@@ -274,13 +275,10 @@ def test_interruption_events_reach_an_encrypted_queue_only_karpenter_reads(templ
     assert denies and denies[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     karpenter = helm_charts(template)["karpenter"]["Values"]
     assert karpenter["settings"]["interruptionQueue"] == TOKEN
-    role_id = next(
-        a["Properties"]["RoleArn"]["Fn::GetAtt"][0]
-        for a in template.find_resources("AWS::EKS::PodIdentityAssociation").values()
-        if a["Properties"]["ServiceAccount"] == "karpenter"
-    )
     sqs_statements = [
-        s for s in _policy_statements(template, role_id).values() if "sqs:ReceiveMessage" in s["Action"]
+        s
+        for s in policy_statements(template, karpenter_role_id(template)).values()
+        if "sqs:ReceiveMessage" in s["Action"]
     ]
     assert [s["Resource"] for s in sqs_statements] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
 
@@ -298,15 +296,6 @@ def test_sandbox_nodes_join_with_their_own_role_and_encrypted_volumes(template: 
     assert node_class["metadataOptions"]["httpTokens"] == "required"
     assert node_class["metadataOptions"]["httpPutResponseHopLimit"] == 1
     assert node_class["blockDeviceMappings"][0]["ebs"]["encrypted"] is True
-
-
-def _policy_statements(template: Template, role_id: str) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    for policy in template.find_resources("AWS::IAM::Policy").values():
-        if {"Ref": role_id} in policy["Properties"]["Roles"]:
-            statements = policy["Properties"]["PolicyDocument"]["Statement"]
-            found.update({s.get("Sid", f"#{index}"): s for index, s in enumerate(statements)})
-    return found
 
 
 def _requirements(pool: dict[str, Any]) -> list[dict[str, Any]]:

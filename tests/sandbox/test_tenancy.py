@@ -15,7 +15,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 
 from inference_tiers.constructs.sandbox.controller import MISSING_CHART_PLACEHOLDER, _check_chart_directory
 from inference_tiers.k8s import sandbox_tenancy as tenancy_k8s
@@ -298,6 +298,14 @@ def test_quota_counts_the_kata_overhead_of_every_sandbox() -> None:
     assert limits["max"] == limits["default"] == {"cpu": "4000m", "memory": "8192Mi"}
 
 
+@pytest.mark.parametrize("shim", ["qemu", "", None])
+def test_kata_overhead_of_an_unknown_shim_names_the_parameter_and_the_shims(shim: Any) -> None:
+    with pytest.raises(ArgumentError) as raised:
+        kata_overhead(shim)
+    assert (raised.value.owner, raised.value.param, raised.value.value) == ("kata_overhead", "shim", shim)
+    assert "'qemu-runtime-rs'" in raised.value.accepted and "'clh-runtime-rs'" in raised.value.accepted
+
+
 def test_template_keeps_its_pods_unmanaged_by_the_controllers_network_policy_and_undisrupted() -> None:
     template = tenancy_k8s.sandbox_template(TENANTS["default"], TENANCY)["spec"]
     # The controller's managed policy blocks 10/8, 172.16/12, 169.254/16: no CoreDNS, gateway or Pod Identity.
@@ -352,7 +360,8 @@ def test_controller_chart_directory_must_hold_the_fetched_chart(tmp_path: Path) 
         _check_chart_directory(args, tmp_path)
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "sandboxes.yaml").write_text("kind: CustomResourceDefinition\n")
-    _check_chart_directory(args, tmp_path)
+    with pytest.raises(ArgumentError, match=r"with writable-tmp.patch applied"):
+        _check_chart_directory(args, tmp_path)
 
 
 # --- what the stack applies ----------------------------------------------------------------------------------
@@ -413,6 +422,23 @@ def test_controller_is_installed_from_the_placeholder_until_fetched(template: Te
     assert chart["Values"] == tenancy_k8s.controller_values({"inference-tiers/node-pool": "system"})
     assert "ChartAssetURL" in chart
     assert (MISSING_CHART_PLACEHOLDER / "templates" / "fail.yaml").read_text().startswith('{{- fail "')
+
+
+def test_an_unfetched_controller_chart_warns_at_synth_and_stops_the_deploy(
+    tier_build: Callable[[str], TierBuild], template: Template
+) -> None:
+    (stack,) = tier_build("agent-sandbox").stacks
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("agent-sandbox controller chart was not fetched")
+    )
+    assert warning.id == "/InferenceTiers-AgentSandbox/SandboxController"
+    assert "fetch-agent-sandbox-chart.sh" in warning.entry.data
+    rules = template.to_json()["Rules"]
+    (assertion,) = next(
+        rule for name, rule in rules.items() if name.startswith("SandboxControllerChartFetched")
+    )["Assertions"]
+    assert assertion["Assert"] == {"Fn::Equals": ["not-packaged", "packaged"]}
+    assert "fetch-agent-sandbox-chart.sh" in assertion["AssertDescription"]
 
 
 def test_outputs_give_the_claim_command_and_the_namespaces(template: Template) -> None:

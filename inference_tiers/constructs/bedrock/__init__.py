@@ -16,6 +16,7 @@ from inference_tiers.constructs.bedrock.guardrail import (
     PiiAction,
     PiiEntity,
     PiiEntityType,
+    PublishedGuardrail,
     RegexFilter,
     WordFilter,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "PiiAction",
     "PiiEntity",
     "PiiEntityType",
+    "PublishedGuardrail",
     "RegexFilter",
     "WordFilter",
     "invoke_statements",

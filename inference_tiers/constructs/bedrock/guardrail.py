@@ -5,6 +5,12 @@ alpha module, whose ``createVersion()`` derives the version's logical id from un
 the version on no-op deploys (aws/aws-cdk#38674). Here the version's logical id is a hash of the *resolved*
 policy: plain Python values, never tokens.
 
+The guardrail contract with other stacks: the version changes with the policy, and CloudFormation neither
+deletes nor updates an export that another stack imports, so the version never crosses stacks as an export.
+The guardrail publishes it in an SSM parameter with a stable name (:attr:`Guardrail.version_parameter_name`),
+and :meth:`Guardrail.for_consumer` gives another stack a guardrail that reads it at each of its deploys. The ARN
+and the key ARN stay exports: their names and values live as long as the guardrail.
+
 Property names and limits follow the CloudFormation schema of ``AWS::Bedrock::Guardrail`` (cfn-lint's copy).
 """
 
@@ -12,16 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar
 
-from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, Stack
+from aws_cdk import Arn, ArnFormat, Duration, Fn, Names, RemovalPolicy, Stack
 from aws_cdk import aws_bedrock as bedrock
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from inference_tiers.constructs.common.encryption import retained_key
@@ -433,6 +441,8 @@ DEFAULT_BLOCKED_INPUT_MESSAGE = "Sorry, this request is not allowed by our usage
 DEFAULT_BLOCKED_OUTPUT_MESSAGE = "Sorry, I can't provide that answer because of our usage policy."
 
 _FIVE_MINUTES = Duration.minutes(5)
+# SSM parameter names: letters, digits and _.-/ (at most 1011 characters below the account's namespace).
+_PARAMETER_NAME = r"/[a-zA-Z0-9_.\-/]{1,1010}"
 _PROFILE_ID = r"[a-z0-9-]+\.guardrail\.v[0-9:]+"
 
 
@@ -446,6 +456,22 @@ class IGuardrail(Protocol):
     def versioned_arn(self) -> str: ...
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant: ...
+
+
+def _version_parameter_name(args: Args, guardrail: Construct, given: str | None) -> str:
+    if given is not None:
+        return args.text("version_parameter_name", given, pattern=_PARAMETER_NAME, allow_token=False)
+    stack = Stack.of(guardrail)
+    path = guardrail.node.path[len(stack.node.path) :].strip("/")
+    name = f"/inference-tiers/{stack.stack_name}/{path}/GuardrailVersion"
+    if not re.fullmatch(_PARAMETER_NAME, name):
+        raise args.error(
+            "version_parameter_name",
+            name,
+            f"a name matching {_PARAMETER_NAME} (the default is built from the stack name and construct path; "
+            "pass version_parameter_name explicitly)",
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -493,6 +519,8 @@ class Guardrail(Construct):
     :param blocked_input_message: returned when a prompt is blocked (1-500 characters).
     :param blocked_output_message: returned when a response is blocked (1-500 characters).
     :param kms_key: key that encrypts the guardrail. Default: a new key with rotation, retained.
+    :param version_parameter_name: the SSM parameter that publishes the current version to other stacks.
+        Default: ``/inference-tiers/<stack name>/<construct path in the stack>/GuardrailVersion``.
     """
 
     def __init__(
@@ -515,6 +543,7 @@ class Guardrail(Construct):
         blocked_input_message: str = DEFAULT_BLOCKED_INPUT_MESSAGE,
         blocked_output_message: str = DEFAULT_BLOCKED_OUTPUT_MESSAGE,
         kms_key: kms.IKey | None = None,
+        version_parameter_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("Guardrail")
@@ -567,6 +596,17 @@ class Guardrail(Construct):
             guardrail_identifier=self.resource.attr_guardrail_id,
             description=f"inference-tiers guardrail policy {self.policy_hash}",
         )
+        # A replaced version stays until deleted by hand: a stack that reads the version parameter keeps
+        # calling the old version until its own next deploy reads the new one.
+        self.version.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.version_parameter_name = _version_parameter_name(args, self, version_parameter_name)
+        self.version_parameter = ssm.StringParameter(
+            self,
+            "VersionParameter",
+            parameter_name=self.version_parameter_name,
+            string_value=self.guardrail_version,
+            description="inference-tiers: the guardrail version callers pass (the guardrail contract)",
+        )
 
     @property
     def guardrail_id(self) -> str:
@@ -585,6 +625,19 @@ class Guardrail(Construct):
     def versioned_arn(self) -> str:
         """``<guardrail ARN>:<version>``: the value IAM's ``bedrock:GuardrailIdentifier`` key carries."""
         return Fn.join(":", [self.guardrail_arn, self.guardrail_version])
+
+    def for_consumer(self, scope: Construct) -> Guardrail | PublishedGuardrail:
+        """This guardrail as ``scope``'s stack uses it: itself in its own stack; in another stack, the same
+        guardrail with its version read from :attr:`version_parameter_name` at each deploy of that stack (an
+        ``AWS::SSM::Parameter::Value<String>`` parameter), so a policy change renames or changes nothing that
+        stack imports. That stack then depends on this one (the parameter must exist first)."""
+        consumer = Stack.of(scope)
+        producer = Stack.of(self)
+        if consumer is producer:
+            return self
+        consumer.add_stack_dependency(producer, "reads the guardrail version parameter")
+        version = ssm.StringParameter.value_for_string_parameter(scope, self.version_parameter_name)
+        return PublishedGuardrail(self, version)
 
     def guardrail_profile_arns(self) -> list[str]:
         """The cross-Region guardrail profile in every Region it may route to (empty without a profile)."""
@@ -649,6 +702,26 @@ class Guardrail(Construct):
             label="Guardrail intervention rate (%)",
             period=period,
         )
+
+
+class PublishedGuardrail:
+    """A :class:`Guardrail` seen from another stack (see :meth:`Guardrail.for_consumer`): the same ARN, key and
+    grants, with ``guardrail_version`` read from the guardrail's version parameter."""
+
+    def __init__(self, guardrail: Guardrail, guardrail_version: str) -> None:
+        self.guardrail = guardrail
+        self.guardrail_version = guardrail_version
+
+    @property
+    def guardrail_arn(self) -> str:
+        return self.guardrail.guardrail_arn
+
+    @property
+    def versioned_arn(self) -> str:
+        return Fn.join(":", [self.guardrail_arn, self.guardrail_version])
+
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.guardrail.grant_apply(grantee)
 
 
 # Each MetricOptions property that a metric helper passes on (dimensions are the helper's own), and its check.

@@ -24,7 +24,7 @@ from aws_cdk import Annotations, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
-from inference_tiers.constructs.bedrock.guardrail import IGuardrail
+from inference_tiers.constructs.bedrock.guardrail import Guardrail, IGuardrail
 from inference_tiers.constructs.common.nag import acknowledge_granted_resource
 from inference_tiers.validation import Args
 
@@ -219,12 +219,15 @@ def invoke_statements(
     ARN, and an explicit Deny covers the same actions and resources with ``StringNotEquals``. A negated
     condition operator is true when the key is absent, so the Deny also matches requests that name no
     guardrail (no ``IfExists`` or ``Null`` operator needed; an ``IfExists`` variant would be equivalent here).
-    The Deny overrides any other Allow the principal may hold for these resources.
+    The Deny overrides any other Allow the principal may hold for these resources. A :class:`Guardrail` of
+    another stack is used through :meth:`Guardrail.for_consumer` (the guardrail contract).
     """
     args = Args("invoke_statements")
     args.implements("scope", scope, IConstruct, "a construct in the stack of the policy (not a string)")
     model = _model_source(args, model)
     guardrail = _guardrail(args, guardrail)
+    if isinstance(guardrail, Guardrail):
+        guardrail = guardrail.for_consumer(scope)
     statements: list[iam.PolicyStatement] = []
     resources: list[str] = []
     for target in model._targets(scope):
@@ -279,7 +282,11 @@ class ModelInvokeAccess(Construct):
         model = _model_source(args, model)
         guardrail = _guardrail(args, guardrail)
         self.model_id = model.invoke_id(self)
-        self.statements = invoke_statements(self, model, guardrail)
+        # The statements land in the grantee's policy: they are built for its stack (the ARNs, and the guardrail
+        # version read there when the guardrail is another stack's).
+        principal = grantee.grant_principal
+        policy_scope = principal if isinstance(principal, Construct) else self
+        self.statements = invoke_statements(policy_scope, model, guardrail)
         for statement in self.statements:
             if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
                 raise args.error(
@@ -288,7 +295,7 @@ class ModelInvokeAccess(Construct):
                     "a principal that can hold an identity policy (a role, user or group created or imported "
                     "in this app)",
                 )
-        _acknowledge_cross_region_models(self, grantee, model)
+        _acknowledge_cross_region_models(policy_scope, grantee, model)
         if guardrail is None:
             Annotations.of(self).add_warning_v2(
                 "inference-tiers:bedrock-invoke-without-guardrail",

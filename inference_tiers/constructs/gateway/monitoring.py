@@ -122,6 +122,16 @@ class GatewayMonitoring(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
         }
+        self.alarms["RotationRestart"] = gateway.restart_handler.metric_errors(period=_PERIOD).create_alarm(
+            self,
+            "RotationRestartAlarm",
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            alarm_description="The restart after a database password rotation failed: restart the service by "
+            "hand (docs/gateway.md, the rotation path)",
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
         for alarm in self.alarms.values():
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")

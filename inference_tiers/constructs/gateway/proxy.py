@@ -14,7 +14,8 @@ The load balancer has two listeners:
 
 Migrations run once per new task definition, before the service is updated: a custom resource provisions the
 proxy's database role (RDS Data API) and runs the image with ``--skip_server_startup``; serving tasks run with
-``DISABLE_SCHEMA_UPDATE=true``.
+``DISABLE_SCHEMA_UPDATE=true``. Each rotation of the proxy's database password restarts the service (the rotation
+path, docs/gateway.md).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -68,6 +71,23 @@ METRICS_PATHS = ("/metrics", "/metrics/*")
 # 1.84.0 fixes the unauthenticated Host-header bypass CVE-2026-49468.
 MINIMUM_VERSION = (1, 84, 0)
 _PINNED_IMAGE = r"[^\s@]+@sha256:[0-9a-f]{64}"
+# Fargate's task sizes for the CPU values the gateway takes: CPU units -> the memory (MiB) Fargate accepts with
+# them. AWS, Amazon ECS developer guide, "Troubleshoot Amazon ECS task definition invalid CPU or memory errors"
+# (docs.aws.amazon.com/AmazonECS/latest/developerguide/task-cpu-memory-error.html); 8192 and 16384 need Linux
+# platform 1.4.0 or later, which the service's default (LATEST) is.
+FARGATE_MEMORY_MIB: dict[int, range] = {
+    1024: range(2048, 8192 + 1, 1024),
+    2048: range(4096, 16384 + 1, 1024),
+    4096: range(8192, 30720 + 1, 1024),
+    8192: range(16384, 61440 + 1, 4096),
+    16384: range(32768, 122880 + 1, 8192),
+}
+
+
+def fargate_memory_text(cpu: int) -> str:
+    """What Fargate accepts as task memory with ``cpu`` units (a key of :data:`FARGATE_MEMORY_MIB`)."""
+    allowed = FARGATE_MEMORY_MIB[cpu]
+    return f"{allowed.start} to {allowed[-1]} MiB in steps of {allowed.step} (Fargate's sizes for cpu {cpu})"
 
 
 def _image_version(image: str) -> tuple[int, ...] | None:
@@ -188,8 +208,9 @@ class LiteLLMGateway(Construct):
         args.integer("desired_count", desired_count, minimum=2, maximum=100)
         args.integer("max_count", max_count, minimum=desired_count, maximum=100)
         args.integer("requests_per_target", requests_per_target, minimum=1, maximum=100_000)
-        args.one_of("cpu", cpu, (1024, 2048, 4096, 8192, 16384))
-        args.integer("memory_mib", memory_mib, minimum=cpu * 2, maximum=cpu * 8)
+        args.one_of("cpu", cpu, tuple(FARGATE_MEMORY_MIB))
+        if args.integer("memory_mib", memory_mib) not in FARGATE_MEMORY_MIB[cpu]:
+            raise args.error("memory_mib", memory_mib, fargate_memory_text(cpu))
         args.integer("workers", workers, minimum=1, maximum=max(1, cpu // 512))
         if upstream_api_key is not None:
             args.implements("upstream_api_key", upstream_api_key, secretsmanager.ISecret)
@@ -316,6 +337,7 @@ class LiteLLMGateway(Construct):
         )
         self.migration = self._migration(private, workers)
         self.service.node.add_dependency(self.migration)
+        self.restart_handler = self._restart_on_rotation()
 
     # --- public API --------------------------------------------------------------------------------------------
 
@@ -572,7 +594,6 @@ class LiteLLMGateway(Construct):
             timeout=Duration.minutes(14),
             memory_size=256,
             log_group=log_group,
-            reserved_concurrent_executions=1,
             description="Provisions the gateway's database role and runs LiteLLM's migrations once per deploy",
         )
         database = self.database
@@ -603,6 +624,7 @@ class LiteLLMGateway(Construct):
             )
         )
         provider = cr.Provider(self, "MigrationProvider", on_event_handler=handler, log_group=log_group)
+        subnets = self.cluster.vpc.select_subnets(subnet_type=private.subnet_type)
         self._acknowledge_migration(handler, provider)
         # The Provider's own framework function gets its skips from FrameworkFunctionSkips (build_app).
         skip_check(
@@ -612,10 +634,17 @@ class LiteLLMGateway(Construct):
         )
         skip_check(
             handler,
+            "CKV_AWS_115",
+            "No reserved concurrency: CloudFormation runs one operation at a time per stack, so migrations never "
+            "overlap, and any reservation fails in accounts at the new-account quota of 10 concurrent "
+            "executions (UnreservedConcurrentExecution must stay at least 10)",
+        )
+        skip_check(
+            handler,
             "CKV_AWS_116",
             "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
         )
-        return CustomResource(
+        migration = CustomResource(
             self,
             "Migration",
             service_token=provider.service_token,
@@ -625,7 +654,7 @@ class LiteLLMGateway(Construct):
                 "TaskDefinitionArn": self.task_definition.task_definition_arn,
                 "ContainerName": CONTAINER_NAME,
                 "MigrateCommand": litellm.proxy_command(workers=workers, migrate_only=True),
-                "Subnets": self.cluster.vpc.select_subnets(subnet_type=private.subnet_type).subnet_ids,
+                "Subnets": subnets.subnet_ids,
                 "SecurityGroups": [self.security_group.security_group_id],
                 "DatabaseClusterArn": database.cluster.cluster_arn,
                 "Database": database.database_name,
@@ -638,6 +667,83 @@ class LiteLLMGateway(Construct):
                 ),
             },
         )
+        # The Data API runs statements only on an available writer (Aurora user guide, Data API limitations),
+        # and the migration task pulls its image through the private subnets' NAT routes: wait for the whole
+        # cluster, instances included, and for those routes.
+        migration.node.add_dependency(
+            database.cluster,
+            subnets.internet_connectivity_established,
+        )
+        return migration
+
+    def _restart_on_rotation(self) -> lambda_.Function:
+        """The rotation path (docs/gateway.md): each successful rotation of the proxy's database password starts a
+        new deployment of the service (rolling, at least ``desired_count`` healthy tasks throughout)."""
+        log_group = logs.LogGroup(
+            self,
+            "RestartLogs",
+            encryption_key=self.encryption_key,
+            retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        handler = lambda_.Function(
+            self,
+            "RestartHandler",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.on_rotation",
+            code=lambda_.Code.from_asset(str(ASSETS / "restart")),
+            timeout=Duration.seconds(30),
+            memory_size=128,
+            log_group=log_group,
+            description="Restarts the gateway's tasks after a rotation of their database password",
+        )
+        handler.add_to_role_policy(
+            iam.PolicyStatement(actions=["ecs:UpdateService"], resources=[self.service.service_arn])
+        )
+        # Secrets Manager records RotationSucceeded as a service event through CloudTrail (Secrets Manager user
+        # guide, "AWS CloudTrail entries for Secrets Manager" and "Match Secrets Manager events with EventBridge").
+        rule = events.Rule(
+            self,
+            "RestartOnRotation",
+            description="A rotation of the gateway's database password restarts its tasks",
+            event_pattern=events.EventPattern(
+                source=["aws.secretsmanager"],
+                detail_type=["AWS Service Event via CloudTrail", "AWS API Call via CloudTrail"],
+                detail={"eventSource": ["secretsmanager.amazonaws.com"], "eventName": ["RotationSucceeded"]},
+            ),
+        )
+        rule.add_target(
+            events_targets.LambdaFunction(
+                handler,
+                event=events.RuleTargetInput.from_object(
+                    {
+                        "Cluster": self.cluster.cluster_arn,
+                        "Service": self.service.service_name,
+                        "SecretArn": self.database.app_secret.secret_arn,
+                        "Detail": events.EventField.from_path("$.detail"),
+                    }
+                ),
+            )
+        )
+        acknowledge(
+            handler,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "The restart function uses the basic execution role only to write its logs",
+        )
+        skip_check(handler, "CKV_AWS_117", "Calls only the ECS API: no VPC resource to reach")
+        skip_check(
+            handler,
+            "CKV_AWS_115",
+            "Runs once per rotation (every 30 days); any reservation fails in accounts at the new-account quota "
+            "of 10 concurrent executions",
+        )
+        skip_check(
+            handler,
+            "CKV_AWS_116",
+            "A failed restart is retried by Lambda's asynchronous retries and raises the gateway's "
+            "RotationRestart alarm, whose runbook is the manual restart (docs/gateway.md, the rotation path)",
+        )
+        return handler
 
     def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
         basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"

@@ -35,7 +35,7 @@ class GatewayDatabase(Construct):
     :param min_capacity: Aurora capacity units at idle (default 0.5).
     :param max_capacity: ACUs at peak (default 8).
     :param rotation: how often both passwords rotate (default 30 days). The proxy reads its password at task
-        start: restart the service after a rotation (docs/gateway.md).
+        start: LiteLLMGateway restarts it after each rotation of its own (docs/gateway.md, "the rotation path").
     """
 
     def __init__(
@@ -112,6 +112,9 @@ class GatewayDatabase(Construct):
             vpc=vpc,
             vpc_subnets=private,
             automatically_after=rotation,
+            # Not at creation: the role exists only once the migration has run, and its generated password is
+            # new anyway. Each later rotation restarts the proxy (LiteLLMGateway, "the rotation path").
+            rotate_immediately_on_update=False,
         )
         self.database_name = DATABASE_NAME
         self.username = APP_USERNAME
@@ -123,8 +126,8 @@ class GatewayDatabase(Construct):
         acknowledge(
             self.cluster,
             "AwsSolutions-RDS6",
-            "The proxy authenticates with its rotated Secrets Manager password (IAM tokens expire every 15 "
-            "minutes and LiteLLM's Prisma pool does not refresh them); IAM auth is enabled for operators",
+            "The proxy authenticates with its rotated Secrets Manager password, and each rotation restarts its "
+            "tasks (docs/gateway.md, the rotation path); IAM auth is enabled for operators",
         )
 
     @property

@@ -177,6 +177,7 @@ class ObservabilityHub(Construct):
         subnet_ids: Sequence[str],
         security_group_ids: Sequence[str],
         cluster_label: str,
+        scope: Construct | None = None,
     ) -> aps.CfnScraper:
         """An AMP managed scraper for an EKS cluster (configuration: :func:`collectors.eks_scrape_config`).
 
@@ -186,9 +187,16 @@ class ObservabilityHub(Construct):
         :param security_group_ids: 1 to 5 groups of the scraper's ENIs; they must reach the pods' metrics ports
             (the EKS cluster security group does, for nodes that carry it).
         :param cluster_label: the ``cluster`` label every scraped series gets.
+        :param scope: where the scraper is created. Default: this hub. With the hub and the cluster in different
+            stacks, pass a construct of the cluster's stack (the ``EksCluster``, say): the scraper then reads the
+            hub's workspace from there, so that stack depends on the hub's and nothing points back, even when the
+            cluster's stack also uses the hub (a KEDA role with :meth:`grant_query`).
         """
         args = Args("ObservabilityHub.add_eks_scraper")
         args.text("construct_id", construct_id, pattern=r"[A-Za-z][A-Za-z0-9]{0,63}", allow_token=False)
+        owner: Construct = self if scope is None else args.instance("scope", scope, Construct, "a construct")
+        if owner.node.try_find_child(construct_id) is not None:
+            raise args.error("construct_id", construct_id, f"an id not yet used under {owner.node.path}")
         args.text("cluster_arn", cluster_arn, pattern=_CLUSTER_ARN, description="an EKS cluster ARN")
         subnets = args.sequence(
             "subnet_ids",
@@ -208,7 +216,7 @@ class ObservabilityHub(Construct):
         )
         blob = collectors.to_yaml(collectors.eks_scrape_config(cluster_label))
         scraper = aps.CfnScraper(
-            self,
+            owner,
             construct_id,
             alias=f"{construct_id.lower()}-{Names.unique_id(self)[-8:].lower()}",
             source=aps.CfnScraper.SourceProperty(
@@ -233,10 +241,16 @@ class ObservabilityHub(Construct):
         metrics_port: int,
         log_group: logs.ILogGroup,
         adot_image: str = ADOT_IMAGE,
+        metrics_key: ecs.Secret | None = None,
+        metrics_key_prefix: str = "",
     ) -> ecs.ContainerDefinition:
         """Add an ADOT collector sidecar to ``task_definition`` (configuration:
         :func:`collectors.ecs_collector_config`): it scrapes 127.0.0.1:``metrics_port``/metrics, receives OTLP
-        traces on 127.0.0.1:4317/4318, writes metrics to this workspace and traces to X-Ray."""
+        traces on 127.0.0.1:4317/4318, writes metrics to this workspace and traces to X-Ray.
+
+        :param metrics_key: the key the metrics endpoint needs (LiteLLM's /metrics: the gateway's master key),
+            injected as an ECS secret and sent as ``Authorization: Bearer <metrics_key_prefix><key>``. Default:
+            none."""
         args = Args("ObservabilityHub.add_ecs_collector")
         args.instance("task_definition", task_definition, ecs.TaskDefinition, "an ecs.TaskDefinition")
         port = args.integer("metrics_port", metrics_port, minimum=1, maximum=65535)
@@ -246,8 +260,13 @@ class ObservabilityHub(Construct):
             adot_image,
             pattern=r"[\w.-]+(:[0-9]+)?/[\w./-]+(:[\w.-]+(?<!:latest)|@sha256:[0-9a-f]{64})",
         )
+        if metrics_key is not None and not isinstance(metrics_key, ecs.Secret):
+            raise args.error("metrics_key", metrics_key, "an ecs.Secret")
         config = collectors.ecs_collector_config(
-            remote_write_url=self.remote_write_url, region=Aws.REGION, metrics_port=port
+            remote_write_url=self.remote_write_url,
+            region=Aws.REGION,
+            metrics_port=port,
+            metrics_key_prefix=None if metrics_key is None else metrics_key_prefix,
         )
         container = task_definition.add_container(
             "OtelCollector",
@@ -257,6 +276,7 @@ class ObservabilityHub(Construct):
             readonly_root_filesystem=True,
             user="10001",
             environment={"AOT_CONFIG_CONTENT": collectors.to_yaml(config)},
+            secrets={collectors.METRICS_KEY_ENV: metrics_key} if metrics_key is not None else None,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="otel-collector", log_group=log_group),
         )
         acknowledge(

@@ -1,8 +1,9 @@
-"""The agent-sandbox platform: Karpenter, Kata sandbox nodes, the agent-sandbox controller, tenants, Pod
-Identity roles for service accounts."""
+"""The agent-sandbox platform: Karpenter, Kata sandbox nodes, the agent-sandbox controller, tenant isolation,
+tenants, Pod Identity roles for service accounts."""
 
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.identity import PodIdentityRole
+from inference_tiers.constructs.sandbox.isolation import SandboxIsolation
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.constructs.sandbox.kata import KataSandboxNodes
 from inference_tiers.constructs.sandbox.tenant import SandboxTenant
@@ -12,5 +13,6 @@ __all__ = [
     "KataSandboxNodes",
     "Karpenter",
     "PodIdentityRole",
+    "SandboxIsolation",
     "SandboxTenant",
 ]

@@ -2,8 +2,8 @@
 
 The chart is not published to a chart repository, so it is installed from a local copy that
 ``inference_tiers/assets/sandbox/fetch-agent-sandbox-chart.sh`` fetches at the pinned commit (uploaded as an
-S3 asset). Without one, a placeholder chart is installed whose rendering fails with those instructions: the
-stack still synthesizes offline, and a deploy stops at the controller with an actionable message.
+S3 asset). Without one, a placeholder chart stands in, so that the stack still synthesizes offline; synth then
+warns, and a template rule stops the deploy before anything is created, both with the fetch instructions.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL, as_cluster_ref
 from inference_tiers.k8s.sandbox_tenancy import AGENT_SANDBOX_NAMESPACE, controller_values
@@ -25,6 +26,8 @@ from inference_tiers.validation import Args
 
 FETCH_SCRIPT = ASSETS_DIR / "sandbox" / "fetch-agent-sandbox-chart.sh"
 MISSING_CHART_PLACEHOLDER = ASSETS_DIR / "sandbox" / "agent-sandbox-chart-missing"
+# What the fetch script changes in the chart: a writable /tmp for the webhook certificates (W2 of the audit).
+WRITABLE_TMP_PATCH = ASSETS_DIR / "sandbox" / "writable-tmp.patch"
 CHART_NAME = "agent-sandbox"
 
 
@@ -49,7 +52,8 @@ class AgentSandboxController(Construct):
         """
         :param cluster: the EKS cluster (with a kubectl provider).
         :param chart_directory: the fetched ``helm/`` directory of agent-sandbox (output of the fetch script).
-            Default: none; a placeholder chart that fails at deploy with instructions.
+            Default: none; a placeholder chart, a synth warning and a template rule that stops the deploy, with
+            the fetch instructions.
         :param node_selector: where the controller runs. Default: the core nodes.
         """
         super().__init__(scope, construct_id)
@@ -64,6 +68,15 @@ class AgentSandboxController(Construct):
             lambda name, value: args.text(name, value, max_length=63, allow_token=False),
         )
         self.fetched = chart_directory is not None
+        if not self.fetched:
+            refuse_unfetched_chart(
+                self,
+                "ChartFetched",
+                "inference-tiers:agent-sandbox-chart-missing",
+                f"The agent-sandbox controller chart was not fetched: run inference_tiers/assets/sandbox/"
+                f"{FETCH_SCRIPT.name}, then pass its output directory as AgentSandboxController chart_directory "
+                "(-c agent-sandbox.controller_chart_dir=<directory> for the tier's stack)",
+            )
         self.asset = s3_assets.Asset(
             self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER)
         )
@@ -83,6 +96,12 @@ class AgentSandboxController(Construct):
         acknowledge_chart_asset_read(cluster.kubectl_provider)
 
 
+# The first line the patch adds (a comment the fetched chart has only once the patch is applied).
+_PATCH_MARKER = next(
+    line[1:] for line in WRITABLE_TMP_PATCH.read_text().splitlines() if line.startswith("+ ")
+)
+
+
 def _check_chart_directory(args: Args, directory: Path) -> None:
     how = f"the helm/ directory that {FETCH_SCRIPT.name} (inference_tiers/assets/sandbox/) copies"
     chart_yaml = directory / "Chart.yaml"
@@ -96,3 +115,11 @@ def _check_chart_directory(args: Args, directory: Path) -> None:
         )
     if not any((directory / "crds").glob("*.yaml")):
         raise args.error("chart_directory", str(directory), f"the chart with its crds/ folder ({how})")
+    deployment = directory / "templates" / "deployment.yaml"
+    if not deployment.is_file() or _PATCH_MARKER not in deployment.read_text():
+        raise args.error(
+            "chart_directory",
+            str(directory),
+            f"the chart with {WRITABLE_TMP_PATCH.name} applied, a writable /tmp for the webhook certificates "
+            f"under the read-only root file system ({how}; fetch it again if an older script copied it)",
+        )

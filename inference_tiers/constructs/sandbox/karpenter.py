@@ -3,12 +3,16 @@
 The policy follows what the Karpenter v1 controller calls, narrowed to this cluster: it may launch instances
 and launch templates only when it tags them with this cluster's name and a NodePool, tag and terminate only
 instances and templates carrying those tags, pass only the sandbox node role to EC2, and read the regional
-EC2 catalogue, the public AMI parameters and prices. The instance profile comes from the stack, so Karpenter
-gets no IAM instance-profile permissions at all.
+EC2 catalogue and instance health, the public AMI parameters and prices. The instance profile comes from the
+stack, so Karpenter may create, tag or delete none: it only lists and reads profiles, which its EC2NodeClass
+finalizer and instance-profile garbage collector do even then (they look for the profiles it would have made).
+``tests/sandbox/test_karpenter_policy.py`` compares the policy with upstream's reference policy of the pinned
+release, action by action.
 
 An SQS queue (KMS CMK, TLS only) receives the EC2 and AWS Health events Karpenter acts on before an instance
-goes away (scheduled maintenance, state changes, Spot warnings and rebalance recommendations should Spot ever
-be allowed): Karpenter then cordons and drains the node and launches its replacement first.
+goes away (scheduled maintenance, state changes, capacity-reservation interruptions, and Spot warnings and
+rebalance recommendations should Spot ever be allowed): Karpenter then cordons and drains the node and launches
+its replacement first.
 
 The construct also owns the identity of the nodes it launches: their role (the three policies every EKS node
 needs), the instance profile, the ``EC2_LINUX`` access entry that lets them join, and the KMS key of their root
@@ -44,12 +48,16 @@ from inference_tiers.k8s.sandbox_nodes import (
 from inference_tiers.validation import Args
 
 _CLUSTER_TAG = "eks:eks-cluster-name"
-# The events Karpenter's interruption controller handles (its CloudFormation reference template has the same).
+# The events Karpenter's interruption controller handles: the five rules of its CloudFormation reference template
+# (aws/karpenter-provider-aws v1.14.1, website/content/en/docs/getting-started/getting-started-with-karpenter/
+# cloudformation.yaml:410-464).
 _INTERRUPTION_EVENTS = (
     ("ScheduledChange", "aws.health", "AWS Health Event"),
     ("SpotInterruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
     ("Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
     ("InstanceStateChange", "aws.ec2", "EC2 Instance State-change Notification"),
+    # Harmless while the NodePool is on-demand only, and needed as soon as it may use capacity reservations.
+    ("CapacityReservationInterruption", "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
 )
 _NODEPOOL_TAG = "karpenter.sh/nodepool"
 
@@ -117,9 +125,7 @@ class Karpenter(Construct):
             description="Karpenter controller: launches and terminates the agent-sandbox Kata nodes",
         )
         self.role = self.identity.role
-        for statement in _controller_statements(
-            cluster, self.node_role, self.instance_profile, self.volume_key
-        ):
+        for statement in _controller_statements(cluster, self.node_role, self.volume_key):
             self.role.add_to_policy(statement)
         self.interruption_queue.grant_consume_messages(self.role)
         self._acknowledge_wildcards()
@@ -186,8 +192,12 @@ class Karpenter(Construct):
     def _acknowledge_wildcards(self) -> None:
         reasons = {
             "Resource::*": (
-                "EC2 Describe* and pricing:GetProducts support no resource-level permissions; the Describe "
-                "statement is limited to this stack's Region"
+                "EC2 Describe*, iam:ListInstanceProfiles and pricing:GetProducts support no resource-level "
+                "permissions; the Describe statement is limited to this stack's Region"
+            ),
+            "Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile/*": (
+                "read-only GetInstanceProfile: the EC2NodeClass finalizer looks up profiles by names it derives, "
+                "which are not this stack's; it may create, change or delete none"
             ),
             "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*": (
                 "RunInstances/CreateFleet/CreateLaunchTemplate/CreateTags create instances, volumes, network "
@@ -228,7 +238,7 @@ class Karpenter(Construct):
 
 
 def _controller_statements(
-    cluster: eks.Cluster, node_role: iam.IRole, instance_profile: iam.CfnInstanceProfile, volume_key: kms.IKey
+    cluster: eks.Cluster, node_role: iam.IRole, volume_key: kms.IKey
 ) -> list[iam.PolicyStatement]:
     partition, region, account = Aws.PARTITION, Aws.REGION, Aws.ACCOUNT_ID
     ec2 = f"arn:{partition}:ec2:{region}"
@@ -302,6 +312,9 @@ def _controller_statements(
                 "ec2:DescribeCapacityReservations",
                 "ec2:DescribeImages",
                 "ec2:DescribeInstances",
+                # The instance-status controller's health and scheduled-event polling (v1.14.1
+                # pkg/controllers/interruption/instancestatus_controller.go:95-100 turns itself off without it).
+                "ec2:DescribeInstanceStatus",
                 "ec2:DescribeInstanceTypeOfferings",
                 "ec2:DescribeInstanceTypes",
                 "ec2:DescribeLaunchTemplates",
@@ -328,11 +341,17 @@ def _controller_statements(
         iam.PolicyStatement(
             sid="DescribeCluster", actions=["eks:DescribeCluster"], resources=[cluster.cluster_arn]
         ),
-        # Reading the one profile the EC2NodeClass names (Karpenter checks it; it creates none).
+        # Karpenter v1.14.1 reads the profile the EC2NodeClass names, and on deletion its finalizer lists the
+        # profiles it would have made and looks up the legacy one by name (pkg/controllers/nodeclass/
+        # controller.go:175-211, pkg/providers/instanceprofile/instanceprofile.go:188-230); a denied call there
+        # keeps the finalizer, so the EC2NodeClass is never deleted. Upstream's reference policy grants both.
         iam.PolicyStatement(
-            sid="ReadInstanceProfile",
+            sid="ListInstanceProfiles", actions=["iam:ListInstanceProfiles"], resources=["*"]
+        ),
+        iam.PolicyStatement(
+            sid="ReadInstanceProfiles",
             actions=["iam:GetInstanceProfile"],
-            resources=[instance_profile.attr_arn],
+            resources=[f"arn:{partition}:iam::{account}:instance-profile/*"],
         ),
         iam.PolicyStatement(
             sid="EncryptNodeVolumes",

@@ -11,6 +11,7 @@ from constructs import Construct
 from inference_tiers.constructs.eks.cluster import as_cluster_ref
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.identity import PodIdentityRole
+from inference_tiers.constructs.sandbox.isolation import SandboxIsolation
 from inference_tiers.k8s.sandbox_tenancy import (
     SANDBOX_SERVICE_ACCOUNT,
     TenancySpec,
@@ -24,6 +25,8 @@ from inference_tiers.validation import Args
 class SandboxTenant(Construct):
     """A tenant namespace with quota, limits, default-deny networking, a sandbox template and a warm pool.
 
+    Its isolation is enforced by the cluster's ``SandboxIsolation``, which it requires.
+
     Attributes: ``spec`` (``TenantSpec``), ``namespace`` (its name), ``role`` (the sandboxes' ``iam.Role``: grant
     it what the tenant's sandboxes may call), ``namespace_manifest``, ``manifest`` (everything in it).
     """
@@ -35,6 +38,7 @@ class SandboxTenant(Construct):
         *,
         cluster: eks.Cluster,
         controller: AgentSandboxController,
+        isolation: SandboxIsolation,
         tenancy: TenancySpec,
         name: str,
         max_sandboxes: int = 10,
@@ -48,6 +52,8 @@ class SandboxTenant(Construct):
         """
         :param cluster: the EKS cluster (with a kubectl provider and the Pod Identity agent).
         :param controller: the agent-sandbox controller whose CRDs the template and pool need.
+        :param isolation: the cluster's ``SandboxIsolation`` (enforced NetworkPolicies, the admission policy):
+            without it the tenant's default-deny policies would be enforced by nothing.
         :param tenancy: what all tenants share (runtime class and its overhead, model gateway, image).
         :param name: tenant name; the namespace is ``sandbox-<name>``.
         :param max_sandboxes: sandboxes at once, warm ones included. Default: 10.
@@ -63,6 +69,21 @@ class SandboxTenant(Construct):
         args.implements("cluster", cluster, eks.ICluster)
         args.instance("controller", controller, AgentSandboxController, "an AgentSandboxController construct")
         args.instance("tenancy", tenancy, TenancySpec)
+        args.instance(
+            "isolation",
+            isolation,
+            SandboxIsolation,
+            "a SandboxIsolation construct (it enforces the NetworkPolicies and installs the admission policy)",
+        )
+        if isolation.cluster is not cluster:
+            raise args.error("isolation", isolation, "a SandboxIsolation of the cluster given as cluster")
+        if tenancy.runtime_class_name != isolation.runtime_class_name:
+            raise args.error(
+                "tenancy",
+                tenancy,
+                f"runtime_class_name {isolation.runtime_class_name!r}, the class the isolation's admission "
+                "policy requires",
+            )
         self.spec = TenantSpec(
             name=name,
             max_sandboxes=max_sandboxes,
@@ -84,6 +105,8 @@ class SandboxTenant(Construct):
         )
         self.manifest.node.add_dependency(self.namespace_manifest)
         self.manifest.node.add_dependency(controller.chart)
+        # The first sandbox must meet the admission policy and enforced NetworkPolicies.
+        self.manifest.node.add_dependency(isolation.admission_policy, isolation.vpc_cni)
         self.identity = PodIdentityRole(
             self,
             "Identity",

@@ -18,8 +18,17 @@ import boto3
 
 PASSWORD_PARAMETER = ":password"
 POLL_SECONDS = 10
-# Stop waiting before Lambda's 15-minute limit, so the failure reaches CloudFormation with a reason.
-WAIT_SECONDS = 12 * 60
+# The Data API errors of a writer that is not reachable yet (botocore's rds-data service model, 2018-08-01:
+# "The DB cluster doesn't have a DB instance", "The writer instance in the DB cluster isn't available", a paused
+# Serverless v2 instance resuming): retried with these waits, 195 s at most, then raised. Once the first statement
+# has gone through, the writer is up, so the whole event spends at most that long retrying.
+RETRYABLE = frozenset(
+    {"DatabaseNotFoundException", "DatabaseUnavailableException", "DatabaseResumingException"}
+)
+BACKOFF_SECONDS = (5, 10, 20, 40, 60, 60)
+# Stop waiting for the migration task before Lambda's 15-minute limit (the retries above included), so the
+# failure reaches CloudFormation with a reason.
+WAIT_SECONDS = 12 * 60 - sum(BACKOFF_SECONDS)
 
 
 def on_event(event: dict[str, Any], _context: Any, clients: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -43,9 +52,23 @@ def bootstrap(rds_data: Any, secrets: Any, properties: dict[str, Any]) -> None:
         parameters = (
             [{"name": "password", "value": {"stringValue": password}}] if PASSWORD_PARAMETER in query else []
         )
-        result = rds_data.execute_statement(database="postgres", sql=query, parameters=parameters, **common)
+        result = execute(rds_data, sql=query, parameters=parameters, **common)
         for row in result.get("records", []):
-            rds_data.execute_statement(database="postgres", sql=row[0]["stringValue"], **common)
+            execute(rds_data, sql=row[0]["stringValue"], **common)
+
+
+def execute(rds_data: Any, **statement: Any) -> dict[str, Any]:
+    """One statement on the ``postgres`` database, retried while the writer is not reachable yet."""
+    for delay in BACKOFF_SECONDS:
+        try:
+            return dict(rds_data.execute_statement(database="postgres", **statement))
+        except Exception as error:  # botocore's ClientError carries the error code in .response
+            code = getattr(error, "response", {}).get("Error", {}).get("Code")
+            if code not in RETRYABLE:
+                raise
+            print(f"the Data API answered {code}; retrying in {delay} s")
+            time.sleep(delay)
+    return dict(rds_data.execute_statement(database="postgres", **statement))
 
 
 def run_migrations(ecs: Any, properties: dict[str, Any]) -> str:
