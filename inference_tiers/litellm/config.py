@@ -281,6 +281,42 @@ class ProxyFeatures:
         args.boolean("tracing", self.tracing)
 
 
+# Connections each proxy worker's Prisma pool may open (general_settings.database_connection_pool_limit): the
+# whole gateway opens this x workers x tasks (LiteLLM's production guide); LiteLLMGateway checks it against the
+# database's capacity at synth.
+DATABASE_POOL_PER_WORKER = 10
+# Retries per error class for a model with a fallback (LiteLLM 1.104.0 RetryPolicy, types/router.py:114-130,
+# read by router_utils/get_retry_from_policy.py:52-66; an error of no listed class, such as APIConnectionError,
+# takes DefaultRetries): none, the fallback answers instead.
+FAILOVER_RETRY_POLICY = {
+    "TimeoutErrorRetries": 0,
+    "RateLimitErrorRetries": 0,
+    "InternalServerErrorRetries": 0,
+    "ServiceUnavailableErrorRetries": 0,
+    "DefaultRetries": 0,
+}
+# Errors that cool a deployment with a fallback down (AllowedFailsPolicy, types/router.py:742-759): more than
+# allowed_fails of one class within cooldown_time and the router skips it for cooldown_time, straight to the
+# fallback (router_utils/cooldown_handlers.py:141-189). An explicit per-deployment policy lifts 1.104.0's
+# exemption of single-deployment groups from cooldowns (cooldown_handlers.py:155-164, 192-215). A refused
+# connection counts: the aiohttp transport reports it as InternalServerError ("Cannot connect to host",
+# tools/gateway/failover.py shows it); only an error that reaches the router as APIConnectionError never cools
+# a deployment down (cooldown_handlers.py:235-240).
+COOLDOWN_ERROR_CLASSES = ("Timeout", "RateLimit", "InternalServer", "ServiceUnavailable", "BadGateway")
+
+
+def _deployment(model: ModelTarget, router: RouterOptions) -> dict[str, Any]:
+    entry: dict[str, Any] = {"model_name": model.name, "litellm_params": model.litellm_params()}
+    if model.name in router.fallbacks:
+        entry["model_info"] = {
+            "allowed_fails_policy": {
+                f"{error}ErrorAllowedFails": router.allowed_fails for error in COOLDOWN_ERROR_CLASSES
+            },
+            "cooldown_time": router.cooldown_seconds,
+        }
+    return entry
+
+
 def render_config(
     models: Sequence[ModelTarget],
     *,
@@ -328,6 +364,12 @@ def render_config(
         router_settings["fallbacks"] = [
             {source: list(targets)} for source, targets in router.fallbacks.items()
         ]
+        # A model with a fallback fails over at once instead of retrying itself: 1.104.0 sleeps an exponential
+        # back-off between retries of a single-deployment group (router.py:7924-7948, before each retry at
+        # :7689 and :7758), seconds per request while its backend is dead.
+        router_settings["model_group_retry_policy"] = {
+            source: FAILOVER_RETRY_POLICY for source in router.fallbacks
+        }
     if features.redis:
         router_settings.update({key.lower(): f"os.environ/{key}" for key in REDIS_ENV})
     general_settings: dict[str, Any] = {
@@ -341,7 +383,7 @@ def render_config(
     if features.database:
         general_settings.update(
             {
-                "database_connection_pool_limit": 10,
+                "database_connection_pool_limit": DATABASE_POOL_PER_WORKER,
                 "proxy_batch_write_at": 10,
                 "maximum_spend_logs_retention_period": "90d",
                 "allow_requests_on_db_unavailable": False,
@@ -363,7 +405,7 @@ def render_config(
         # otel callback is on (proxy/litellm_pre_call_utils.py, _add_otel_traceparent_to_data).
         litellm_settings["forward_traceparent_to_llm_provider"] = True
     return {
-        "model_list": [{"model_name": m.name, "litellm_params": m.litellm_params()} for m in checked],
+        "model_list": [_deployment(m, router) for m in checked],
         "router_settings": router_settings,
         "litellm_settings": litellm_settings,
         "general_settings": general_settings,
@@ -420,11 +462,34 @@ def tracing_environment(endpoint: str = SIDECAR_OTLP_HTTP) -> dict[str, str]:
     return {"OTEL_EXPORTER": "otlp_http", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
 
 
+# Requests one worker holds at once (open connections count too) before uvicorn answers 503 "Exceeded
+# concurrency limit" at once instead of queueing without bound: LiteLLM 1.104.0's --limit_concurrency
+# (proxy/proxy_cli.py:952-964, given to uvicorn at :1516-1518; uvicorn 0.55.0 protocols/http/h11_impl.py:226-232).
+CONCURRENCY_PER_WORKER = 256
+# A worker restarts after this many requests plus a random 0-jitter more, so that the workers of a task do not
+# restart together: --max_requests_before_restart and --max_requests_before_restart_jitter (proxy_cli.py:933-951,
+# uvicorn's limit_max_requests at :1513-1515 and its jitter at :1519-1525). uvicorn 0.55.0's supervisor starts a
+# new worker when one exits (supervisors/multiprocess.py:214-240); with one worker the container exits and ECS
+# replaces the task. It bounds the proxy's memory growth (litellm#12685, #27954, #15128): a new worker starts
+# from a fresh heap.
+RECYCLE_AFTER_REQUESTS = 10_000
+RECYCLE_JITTER = 1_000
+
+
 def proxy_command(
-    *, workers: int, port: int = PORT, config_path: str = CONFIG_PATH, migrate_only: bool = False
+    *,
+    workers: int,
+    port: int = PORT,
+    config_path: str = CONFIG_PATH,
+    migrate_only: bool = False,
+    concurrency_per_worker: int = CONCURRENCY_PER_WORKER,
+    recycle_after_requests: int = RECYCLE_AFTER_REQUESTS,
 ) -> str:
     """The container's shell command: write the configuration from ``$LITELLM_CONFIG_YAML`` to a file and
     start the proxy on ``port`` (or, with ``migrate_only``, apply the database migrations and exit).
+
+    Each worker refuses with 503 past ``concurrency_per_worker`` requests and connections, and is replaced
+    after about ``recycle_after_requests`` requests.
 
     The master key is ``sk-`` followed by the generated secret (Secrets Manager cannot generate a prefix, and
     LiteLLM keys start with ``sk-``)."""
@@ -432,9 +497,20 @@ def proxy_command(
     args.integer("workers", workers, minimum=1, maximum=64)
     args.integer("port", port, minimum=1024, maximum=65535)
     args.text("config_path", config_path, pattern=r"/[A-Za-z0-9._/-]+", allow_token=False)
+    args.integer("concurrency_per_worker", concurrency_per_worker, minimum=1, maximum=100_000)
+    args.integer("recycle_after_requests", recycle_after_requests, minimum=RECYCLE_JITTER, maximum=10_000_000)
     flags = ["--config", config_path, "--port", str(port), "--num_workers", str(workers)]
     if migrate_only:
         flags.append("--skip_server_startup")
+    else:
+        flags += [
+            "--limit_concurrency",
+            str(concurrency_per_worker),
+            "--max_requests_before_restart",
+            str(recycle_after_requests),
+            "--max_requests_before_restart_jitter",
+            str(RECYCLE_JITTER),
+        ]
     path = shlex.quote(config_path)
     return (
         f'printf %s "${CONFIG_ENV}" > {path} && export {MASTER_KEY_ENV}="{MASTER_KEY_PREFIX}${MASTER_KEY_ENV}" '

@@ -17,6 +17,28 @@ from inference_tiers.validation import Args
 
 IDENTIFIER = r"[a-z_][a-z0-9_]{0,62}"
 
+# Aurora PostgreSQL's default max_connections is LEAST(DBInstanceClassMemory / 9531392, 5000) (Aurora User Guide,
+# "Maximum connections to an Aurora PostgreSQL DB instance", AuroraPostgreSQL.Managing.html); Serverless v2 takes
+# the memory of the maximum ACUs, about 2 GiB each, and caps it at 2,000 when the minimum is 0 or 0.5 ACU (Aurora
+# User Guide, "Maximum connections for Aurora Serverless v2", aurora-serverless-v2.setting-capacity.html).
+_BYTES_PER_CONNECTION = 9_531_392
+_BYTES_PER_ACU = 2 * 2**30
+# The share of max_connections the proxies may hold: DBInstanceClassMemory is below the nominal memory (1 ACU
+# allows 189 connections where the formula gives 225; 1-16 ACU allows 3,360 where it gives 3,604), and the
+# migration task, the Data API and administrators need connections of their own.
+PROXY_CONNECTION_SHARE = 0.8
+
+
+def aurora_max_connections(min_capacity: float, max_capacity: float) -> int:
+    """The writer's default ``max_connections`` for an Aurora PostgreSQL Serverless v2 capacity range (ACUs)."""
+    connections = min(int(max_capacity * _BYTES_PER_ACU / _BYTES_PER_CONNECTION), 5000)
+    return min(connections, 2000) if min_capacity <= 0.5 else connections
+
+
+def proxy_connection_budget(min_capacity: float, max_capacity: float) -> int:
+    """How many connections every proxy worker of every task together may open."""
+    return int(aurora_max_connections(min_capacity, max_capacity) * PROXY_CONNECTION_SHARE)
+
 
 def bootstrap_queries(*, username: str, database: str, password_placeholder: str) -> list[str]:
     """The queries, in order, that create or update ``username`` (with the password) and ``database``."""

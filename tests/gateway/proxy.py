@@ -107,12 +107,16 @@ class RunningProxy:
 
 
 @contextlib.contextmanager
-def run_proxy(config_text: str, folder: Path, *, extra_env: Mapping[str, str] = {}) -> Iterator[RunningProxy]:
-    """Start the proxy exactly as the container does (same shell command, same environment) on a free port,
-    wait until it answers /health/liveliness, stop it (and its workers) afterwards."""
+def run_proxy(
+    config_text: str, folder: Path, *, extra_env: Mapping[str, str] = {}, **command: Any
+) -> Iterator[RunningProxy]:
+    """Start the proxy exactly as the container does (same shell command, with ``command``'s other
+    ``proxy_command`` options, same environment) on a free port, wait until it answers /health/liveliness,
+    stop it (and its workers) afterwards."""
     bin_dir = litellm_bin()
     port = free_port()
-    command = proxy_command(workers=1, port=port, config_path=str(folder / "litellm-config.yaml"))
+    command = {"workers": 1, **command}
+    command_line = proxy_command(port=port, config_path=str(folder / "litellm-config.yaml"), **command)
     env = {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(folder),
@@ -128,7 +132,11 @@ def run_proxy(config_text: str, folder: Path, *, extra_env: Mapping[str, str] = 
     log = folder / "proxy.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            ["/bin/sh", "-c", command], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            ["/bin/sh", "-c", command_line],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     proxy = RunningProxy(f"http://127.0.0.1:{port}", process, log)
     try:

@@ -50,9 +50,9 @@ CONVERSE_REPLY: dict[str, Any] = {
 
 
 class StubBackend:
-    """The server and what it received; ``url`` is its base URL."""
+    """The server and what it received; ``url`` is its base URL (``port`` 0: a free one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[Captured] = []
         self._lock = threading.Lock()
         stub = self
@@ -90,7 +90,7 @@ class StubBackend:
             def log_message(self, *_: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

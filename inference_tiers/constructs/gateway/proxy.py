@@ -46,7 +46,11 @@ from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
 from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
 from inference_tiers.litellm import config as litellm
-from inference_tiers.litellm.database import bootstrap_queries
+from inference_tiers.litellm.database import (
+    PROXY_CONNECTION_SHARE,
+    bootstrap_queries,
+    proxy_connection_budget,
+)
 from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "gateway"
@@ -220,6 +224,17 @@ class LiteLLMGateway(Construct):
             min_items=2,
             max_items=2,
         )
+        pool = litellm.DATABASE_POOL_PER_WORKER * workers
+        budget = proxy_connection_budget(capacity[0], capacity[1])
+        if pool * max_count > budget:
+            raise args.error(
+                "max_count",
+                max_count,
+                f"at most {budget // pool} tasks: database_connection_pool_limit "
+                f"{litellm.DATABASE_POOL_PER_WORKER} x workers {workers} x max_count must fit {budget} connections "
+                f"({PROXY_CONNECTION_SHARE:.0%} of Aurora's max_connections at database_capacity "
+                f"{tuple(capacity)}); lower max_count or workers, or raise database_capacity",
+            )
         # The render checks names and fallbacks; do it before creating anything.
         self.config = self._render(litellm.ProxyFeatures())
         self.config_text = litellm.render_text(self.config)

@@ -1,0 +1,122 @@
+"""The gateway at scale, against the real LiteLLM proxy (the release the image pins) on loopback: a dead backend
+is cooled down and served by its fallback at once, and a worker past its capacity refuses instead of queueing.
+tools/gateway/failover.py is the load script for the same behaviour under a burst (docs/gateway.md)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inference_tiers.litellm.config import (
+    COOLDOWN_ERROR_CLASSES,
+    FAILOVER_RETRY_POLICY,
+    OpenAICompatibleModel,
+    ProxyFeatures,
+    RouterOptions,
+    render_config,
+    render_text,
+)
+from tests.gateway.conftest import UPSTREAM_KEY
+from tests.gateway.proxy import MASTER_KEY, RunningProxy, http, litellm_bin, run_proxy
+from tests.gateway.stubs import StubBackend
+
+ALLOWED_FAILS = 2
+
+
+def models(stub: StubBackend) -> list[OpenAICompatibleModel]:
+    return [
+        OpenAICompatibleModel("primary", f"{stub.url}/down/v1", "served-by-primary"),
+        OpenAICompatibleModel("fallback", f"{stub.url}/v1", "served-by-fallback"),
+    ]
+
+
+def config(stub: StubBackend) -> dict[str, object]:
+    return render_config(
+        models(stub),
+        router=RouterOptions(
+            allowed_fails=ALLOWED_FAILS, cooldown_seconds=300, fallbacks={"primary": ["fallback"]}
+        ),
+        features=ProxyFeatures(database=False, redis=False),
+    )
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubBackend]:
+    with StubBackend() as server:
+        yield server
+
+
+def chat(proxy: RunningProxy, model: str) -> tuple[int, object]:
+    body = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
+    return http("POST", f"{proxy.url}/v1/chat/completions", key=MASTER_KEY, body=body)
+
+
+def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) -> None:
+    """Every router_settings key is a Router.__init__ argument (the proxy ignores others with a warning,
+    proxy/proxy_server.py:6725-6745), and the policies name only RetryPolicy / AllowedFailsPolicy fields."""
+    rendered = config(stub)
+    probe = (
+        "import json, sys; from litellm import Router; "
+        "from litellm.types.router import AllowedFailsPolicy, RetryPolicy; "
+        "print(json.dumps([Router.get_valid_args(), list(RetryPolicy.model_fields), "
+        "list(AllowedFailsPolicy.model_fields)]))"
+    )
+    found = subprocess.run(
+        [str(litellm_bin() / "python"), "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    router_args, retry_fields, allowed_fields = json.loads(found.strip().splitlines()[-1])
+    assert set(rendered["router_settings"]) <= set(router_args)  # type: ignore[call-overload]
+    assert set(FAILOVER_RETRY_POLICY) <= set(retry_fields)
+    assert {f"{error}ErrorAllowedFails" for error in COOLDOWN_ERROR_CLASSES} <= set(allowed_fields)
+
+
+def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answers(
+    stub: StubBackend, tmp_path: Path
+) -> None:
+    down = lambda: len(stub.received(lambda r: r.path.startswith("/down/")))  # noqa: E731
+    with run_proxy(
+        render_text(config(stub)), tmp_path, extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY}
+    ) as proxy:
+        status, reply = chat(proxy, "primary")
+        assert status == 200, reply
+        assert reply["model"].endswith("served-by-fallback")  # type: ignore[index]
+        assert down() == 1, "a model with a fallback must not retry its own dead backend"
+        for _ in range(ALLOWED_FAILS):
+            assert chat(proxy, "primary")[0] == 200
+        assert down() == ALLOWED_FAILS + 1
+        # Past allowed_fails the deployment cools down: the backend gets nothing, every call is answered.
+        for _ in range(5):
+            status, reply = chat(proxy, "primary")
+            assert status == 200, reply
+        assert down() == ALLOWED_FAILS + 1, "a cooled-down backend must get no request"
+
+
+def test_a_worker_past_its_capacity_refuses_at_once(stub: StubBackend, tmp_path: Path) -> None:
+    """Idle connections hold the capacity (uvicorn counts connections and requests): the next request gets
+    503 without waiting, and is served again once they close."""
+    capacity = 3
+    with run_proxy(
+        render_text(config(stub)),
+        tmp_path,
+        extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY},
+        concurrency_per_worker=capacity,
+    ) as proxy:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(capacity)]
+        try:
+            time.sleep(0.5)  # the server has accepted them
+            start = time.monotonic()
+            status, _ = chat(proxy, "fallback")
+            assert status == 503
+            assert time.monotonic() - start < 5
+        finally:
+            for connection in held:
+                connection.close()
+        time.sleep(0.5)
+        assert chat(proxy, "fallback")[0] == 200
