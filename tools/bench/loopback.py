@@ -20,15 +20,19 @@ slow each other down, so the model holds at any load (the server is a test doubl
 from __future__ import annotations
 
 import argparse
-import binascii
 import hashlib
 import json
-import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.ops.helpers import event_stream_message  # noqa: E402
 
 BLOCK = 16
 WORD = "lorem "
@@ -97,28 +101,6 @@ def sse_chunks(model: str, tokens: int, usage: tuple[int, int] | None) -> list[b
     return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
 
 
-def event_stream_message(headers: dict[str, str], payload: bytes) -> bytes:
-    """One message of the AWS event-stream encoding (string headers only), as botocore's parser reads it."""
-    encoded = b"".join(
-        struct.pack("B", len(k)) + k.encode() + struct.pack(">BH", 7, len(v)) + v.encode()
-        for k, v in headers.items()
-    )
-    total = 12 + len(encoded) + len(payload) + 4
-    prelude = struct.pack(">II", total, len(encoded))
-    prelude += struct.pack(">I", binascii.crc32(prelude))
-    body = prelude + encoded + payload
-    return body + struct.pack(">I", binascii.crc32(body))
-
-
-def payload_part(data: bytes) -> bytes:
-    headers = {
-        ":event-type": "PayloadPart",
-        ":content-type": "application/octet-stream",
-        ":message-type": "event",
-    }
-    return event_stream_message(headers, data)
-
-
 def sigv4_valid(method: str, url: str, headers: dict[str, str], body: bytes) -> bool:
     """Recompute the request's SigV4 signature (service ``sagemaker``) with the test credentials."""
     from botocore.auth import SigV4Auth
@@ -173,8 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
-        else:
-            self._json(404, {"error": "not found"})
+        else:  # /health, /get_server_info, /get_model_info: what vllm-router probes its workers with
+            self._json(200, {"model_path": "loopback"})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -212,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
             if index < tokens:
                 time.sleep(max(0.0, due - time.perf_counter()))
                 due += latency.decode_ms_per_token / 1000
-            self._chunk(payload_part(chunk) if sagemaker else chunk)
+            self._chunk(event_stream_message("PayloadPart", chunk) if sagemaker else chunk)
         self._chunk(b"")
 
     def _chunk(self, data: bytes) -> None:
