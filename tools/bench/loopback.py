@@ -10,9 +10,10 @@ It speaks the two streaming protocols bench drives:
 
 A token is one whitespace-separated word (the unit of bench's offline tokenizer, tools/bench/make_tokenizer.py).
 Time to first token = ``ttft_base_ms + prefill_ms_per_token * uncached prompt tokens``; each further token after
-``decode_ms_per_token``. The prefix cache keeps every ``BLOCK``-word prefix it has seen: a prompt's cached tokens
-are its longest seen prefix in whole blocks, as vLLM's automatic prefix caching counts them. Requests do not
-slow each other down, so the model holds at any load (the server is a test double, not a simulator).
+``decode_ms_per_token``. With ``slots`` set, at most that many requests are served at once and the others wait
+for a slot (an engine's maximum batch), which is what bends a latency-throughput curve. The prefix cache keeps every ``BLOCK``-word prefix it has seen: a prompt's cached tokens
+are its longest seen prefix in whole blocks, as vLLM's automatic prefix caching counts them. Requests in slots
+do not slow each other down (the server is a test double, not a simulator).
 
     python tools/bench/loopback.py --port 8000     # serve until interrupted
 """
@@ -46,6 +47,7 @@ class LatencyModel:
     prefill_ms_per_token: float = 0.2
     decode_ms_per_token: float = 10.0
     default_max_tokens: int = 16
+    slots: int | None = None
 
     def ttft_ms(self, uncached_tokens: int) -> float:
         return self.ttft_base_ms + self.prefill_ms_per_token * uncached_tokens
@@ -129,6 +131,7 @@ class LoopbackServer(ThreadingHTTPServer):
     def __init__(self, port: int = 0, model: LatencyModel | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.latency = model or LatencyModel()
+        self.slots = threading.BoundedSemaphore(self.latency.slots) if self.latency.slots else None
         self.cache = PrefixCache()
         self.rejected_signatures = 0
 
@@ -173,6 +176,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "not found"})
 
     def _chat(self, body: dict[str, Any], *, sagemaker: bool) -> None:
+        if self.server.slots is None:
+            self._serve(body, sagemaker=sagemaker)
+            return
+        with self.server.slots:
+            self._serve(body, sagemaker=sagemaker)
+
+    def _serve(self, body: dict[str, Any], *, sagemaker: bool) -> None:
         latency = self.server.latency
         words = prompt_words(body)
         cached = self.server.cache.lookup_and_insert(words)
@@ -216,8 +226,11 @@ def main() -> None:
     parser.add_argument("--ttft-base-ms", type=float, default=LatencyModel.ttft_base_ms)
     parser.add_argument("--prefill-ms-per-token", type=float, default=LatencyModel.prefill_ms_per_token)
     parser.add_argument("--decode-ms-per-token", type=float, default=LatencyModel.decode_ms_per_token)
+    parser.add_argument("--slots", type=int, help="requests served at once (default: no limit)")
     args = parser.parse_args()
-    model = LatencyModel(args.ttft_base_ms, args.prefill_ms_per_token, args.decode_ms_per_token)
+    model = LatencyModel(
+        args.ttft_base_ms, args.prefill_ms_per_token, args.decode_ms_per_token, slots=args.slots
+    )
     with LoopbackServer(args.port, model) as server:
         print(f"loopback server on {server.url}", flush=True)
         threading.Event().wait()
