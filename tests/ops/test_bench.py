@@ -201,7 +201,7 @@ def test_report_merges_targets_of_one_workload_and_refuses_another(tmp_path: Pat
 def test_aiperf_command_carries_the_shape(tmp_path: Path) -> None:
     spec = parse_workload({"shape": "agentic", "prefix_tokens": 64, "load": {"requests_per_level": 10}})
     command = aiperf.aiperf_command(
-        Path("aiperf"), "http://x", "m", spec, 4, tokenizer=tmp_path, artifact_dir=tmp_path
+        Path("aiperf"), "http://x", "m", spec, 4, tokenizer=tmp_path, artifact_dir=tmp_path, seed=3
     )
     flags = {
         flag: command[i + 1]
@@ -211,10 +211,10 @@ def test_aiperf_command_carries_the_shape(tmp_path: Path) -> None:
     assert command[:2] == ["aiperf", "profile"] and "--streaming" in command
     assert flags["--concurrency"] == "4" and flags["--prefix-prompt-length"] == "64"
     assert flags["--conversation-turn-mean"] == "5" and flags["--conversation-num"] == "2"
-    assert flags["--conversation-turn-delay-mean"] == "2000"
+    assert flags["--conversation-turn-delay-mean"] == "2000" and flags["--random-seed"] == "3"
     rate = parse_workload({"shape": "chat", "load": {"mode": "rate"}})
     assert "--request-rate" in aiperf.aiperf_command(
-        Path("aiperf"), "http://x", "m", rate, 0.5, tokenizer=tmp_path, artifact_dir=tmp_path
+        Path("aiperf"), "http://x", "m", rate, 0.5, tokenizer=tmp_path, artifact_dir=tmp_path, seed=3
     )
 
 

@@ -59,9 +59,10 @@ def test_sagemaker_stream_is_signed_decoded_and_timed(
     for figures in target["levels"]:
         assert figures["requests"] == 9 and figures["errors"] == 0
         assert figures["output_tokens"] == 9 * 8 and figures["usd_per_1m_good_tokens"] is not None
-    # The shared RAG prefix is cached after the first request: the model's TTFT for what each request left.
+    # Each level's shared RAG prefix is cached once its first requests are in (each level draws its own
+    # prompts, the 3 first ones of the second level may arrive together): the model's TTFT for what each left.
     requests = server.cache.requests
-    assert {prompt for prompt, _ in requests} == {200} and sum(cached >= 160 for _, cached in requests) == 17
+    assert {prompt for prompt, _ in requests} == {200} and sum(cached >= 160 for _, cached in requests) >= 14
     expected = MODEL.ttft_ms(int(statistics.median(prompt - cached for prompt, cached in requests)))
     assert within(target["levels"][0]["ttft_ms"]["p50"], expected)
     assert within(target["levels"][0]["itl_ms"]["p50"], MODEL.decode_ms_per_token)
@@ -114,7 +115,7 @@ def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
     )
     guardrail = {"guardrailIdentifier": "gr-1", "guardrailVersion": "1"}
     records = native.run_level(
-        native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0", guardrail), spec, 1
+        native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0", guardrail), spec, 1, 7
     )
     assert [(r.error, r.input_tokens, r.output_tokens) for r in records] == [
         (None, 5, 3),

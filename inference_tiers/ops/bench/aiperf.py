@@ -21,7 +21,6 @@ from inference_tiers.ops.bench.metrics import Record
 from inference_tiers.ops.bench.workload import WorkloadSpec
 
 RECORDS_FILE = "profile_export.jsonl"
-SEED = 7
 
 
 def aiperf_command(
@@ -33,9 +32,10 @@ def aiperf_command(
     *,
     tokenizer: Path,
     artifact_dir: Path,
+    seed: int,
     api_key: str | None = None,
 ) -> list[str]:
-    """The ``aiperf profile`` command line for one load level of ``spec``."""
+    """The ``aiperf profile`` command line for one load level of ``spec`` (prompts drawn with ``seed``)."""
     command = [
         str(aiperf), "profile",
         "--url", url,
@@ -50,7 +50,7 @@ def aiperf_command(
         "--request-count", str(spec.load.requests_per_level),
         "--artifact-dir", str(artifact_dir),
         "--export-level", "records",
-        "--random-seed", str(SEED),
+        "--random-seed", str(seed),
         "--ui-type", "none",
         "--no-gpu-telemetry",
         "--no-server-metrics",

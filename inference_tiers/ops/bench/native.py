@@ -77,7 +77,6 @@ _WORDS = [
     "bake",
     "bread",
 ]
-SEED = 7
 
 Message = dict[str, Any]
 # (messages, max output tokens) -> (TTFT ms or None, input tokens, output tokens, answer text)
@@ -113,9 +112,9 @@ def _sessions(spec: WorkloadSpec, rng: random.Random) -> list[list[tuple[str, in
     return sessions
 
 
-def run_level(send: Send, spec: WorkloadSpec, level: float) -> list[Record]:
-    """Run one load level: every session of the spec, paced by its load mode; one Record per request."""
-    sessions = _sessions(spec, random.Random(SEED))
+def run_level(send: Send, spec: WorkloadSpec, level: float, seed: int) -> list[Record]:
+    """Run one load level: every session of the spec (prompts drawn with ``seed``), paced by its load mode."""
+    sessions = _sessions(spec, random.Random(seed))
     records: list[Record] = []
     lock = threading.Lock()
 

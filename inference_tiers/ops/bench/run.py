@@ -13,7 +13,9 @@ from inference_tiers.ops.bench.workload import WorkloadSpec
 from inference_tiers.ops.checks import Clients
 from inference_tiers.ops.smoke import StackError, stack_outputs
 
-KINDS = ("openai", "sagemaker", "bedrock")
+# Each level draws its prompts with its own seed (SEED + its index): the same prompts at every level would be
+# served from the prefix cache the previous level filled, and later levels would look faster than they are.
+SEED = 7
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def run_bench(
     """Measure ``target`` at every load level of ``spec``; the target's entry of the results file."""
     model = model or spec.model
     levels = []
-    for level in spec.load.levels:
+    for index, level in enumerate(spec.load.levels):
         records: list[Record]
         if target.kind == "openai":
             if not model:
@@ -128,11 +130,12 @@ def run_bench(
                 level,
                 tokenizer=engine.tokenizer,
                 artifact_dir=artifacts,
+                seed=SEED + index,
                 api_key=engine.api_key,
             )
             records = aiperf.run_aiperf(command, artifacts, timeout=engine.timeout_s)
         else:
-            records = native.run_level(_sender(target, clients, model), spec, level)
+            records = native.run_level(_sender(target, clients, model), spec, level, SEED + index)
         levels.append(level_figures(level, records, spec.slo, target.pricing))
     pricing = None if target.pricing is None else vars(target.pricing)
     return {
