@@ -309,3 +309,32 @@ def test_sagemaker_benchmark_job_from_the_spec() -> None:
         )
         stubber.assert_no_pending_responses()
     assert started["arn"].endswith("ai-benchmark-job/run1")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--url", "http://x", "--sagemaker-endpoint", "ep"], "exactly one of --tier, --url"),
+        (["--url", "http://x", "--token-prices", "1,2"], "--token-prices '1,2': expected 'INPUT,OUTPUT'"),
+        (
+            ["--url", "http://x", "--instance-type", "ml.nope.xlarge"],
+            "'ml.nope.xlarge': not in the price table",
+        ),
+        (
+            ["--url", "http://x", "--instance-type", "g6e.xlarge", "--instance-count", "0"],
+            "--instance-count 0",
+        ),
+        (
+            ["--url", "http://x", "--api-key-env", "BENCH_UNSET_VARIABLE"],
+            "BENCH_UNSET_VARIABLE: that environment",
+        ),
+        (["--url", "http://x", "--tokenizer", "/nonexistent"], "tokenizer /nonexistent: not found"),
+    ],
+)
+def test_bench_usage_errors_stop_before_sending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    spec = write_spec(tmp_path, "shape: chat\nmodel: m\n")
+    assert cli.main(["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

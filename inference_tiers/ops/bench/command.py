@@ -39,6 +39,8 @@ def pricing_from_args(args: argparse.Namespace) -> Pricing | None:
         )
     if not args.instance_type:
         return None
+    if args.instance_count < 1:
+        raise ValueError(f"--instance-count {args.instance_count}: expected a positive integer")
     hourly = load_price_table(args.prices).hourly(args.instance_type)
     if hourly is None:
         raise ValueError(

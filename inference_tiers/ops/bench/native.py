@@ -85,7 +85,6 @@ Send = Callable[[list[Message], int], tuple[float | None, int, int, str]]
 
 @dataclass(frozen=True)
 class Sampler:
-    spec: WorkloadSpec
     rng: random.Random
 
     def count(self, dist: Distribution) -> int:
@@ -97,7 +96,7 @@ class Sampler:
 
 def _sessions(spec: WorkloadSpec, rng: random.Random) -> list[list[tuple[str, int]]]:
     """Each session's turns as (new user text, max output tokens), ``requests_per_level`` turns in all."""
-    sampler = Sampler(spec, rng)
+    sampler = Sampler(rng)
     prefix = sampler.words(spec.prefix_tokens) + " " if spec.prefix_tokens else ""
     sessions, left = [], spec.load.requests_per_level
     while left > 0:
