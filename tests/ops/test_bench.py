@@ -15,8 +15,12 @@ from inference_tiers.ops.bench import aiperf
 from inference_tiers.ops.bench.measured import advise_measured, render_measured
 from inference_tiers.ops.bench.metrics import Pricing, Record, level_figures, percentile
 from inference_tiers.ops.bench.report import merge_results, render_svg, render_table, write_report
+from inference_tiers.ops.bench.run import target_from_stack
 from inference_tiers.ops.bench.sagemaker_job import start_benchmark_job
 from inference_tiers.ops.bench.workload import SHAPE_DEFAULTS, Slo, load_workload, parse_workload
+from inference_tiers.ops.smoke import StackError
+from tests.ops.helpers import StubClients
+from tests.ops.test_smoke import _stack
 
 
 def write_spec(tmp_path: Path, text: str) -> Path:
@@ -338,3 +342,43 @@ def test_bench_usage_errors_stop_before_sending(
     assert cli.main(["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), *flags]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("tier", "outputs", "expected"),
+    [
+        (
+            "sagemaker",
+            {"EndpointName": "ep", "InferenceComponentName": "ic"},
+            ("sagemaker", "ep", "ic", None),
+        ),
+        (
+            "hyperpod",
+            {"InvokeUrl": "http://lb/v1", "SageMakerEndpointName": "ep"},
+            ("openai", None, None, "http://lb/v1"),
+        ),
+        ("hyperpod", {"SageMakerEndpointName": "hp-ep"}, ("sagemaker", "hp-ep", None, None)),
+        (
+            "disaggregated",
+            {"RouterEndpoint": "http://router:8000"},
+            ("openai", None, None, "http://router:8000"),
+        ),
+    ],
+)
+def test_tier_targets_come_from_the_stack_outputs(
+    tier: str, outputs: dict[str, str], expected: tuple[str | None, ...]
+) -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response("describe_stacks", _stack(outputs), {"StackName": "s"})
+    target = target_from_stack(clients, tier, "s", None)
+    assert (target.kind, target.endpoint, target.component, target.url) == expected and target.tier == tier
+
+
+def test_tier_target_errors_name_the_missing_output_or_the_way_round() -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response("describe_stacks", _stack({"Other": "x"}), {"StackName": "s"})
+    with pytest.raises(StackError, match="stack s has no output EndpointName"):
+        target_from_stack(clients, "sagemaker", "s", None)
+    clients.stub("cloudformation").add_response("describe_stacks", _stack({}), {"StackName": "g"})
+    with pytest.raises(StackError, match="pass the endpoint explicitly"):
+        target_from_stack(clients, "gateway", "g", None)
