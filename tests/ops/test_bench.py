@@ -16,7 +16,7 @@ from inference_tiers.ops.bench.measured import advise_measured, render_measured
 from inference_tiers.ops.bench.metrics import Pricing, Record, level_figures, percentile
 from inference_tiers.ops.bench.report import merge_results, render_svg, render_table, write_report
 from inference_tiers.ops.bench.run import target_from_stack
-from inference_tiers.ops.bench.sagemaker_job import start_benchmark_job
+from inference_tiers.ops.bench.sagemaker_job import start_benchmark_job, start_recommendation_job
 from inference_tiers.ops.bench.workload import SHAPE_DEFAULTS, Slo, load_workload, parse_workload
 from inference_tiers.ops.smoke import StackError
 from tests.ops.helpers import StubClients
@@ -253,7 +253,7 @@ def test_aiperf_export_becomes_records(tmp_path: Path) -> None:
     ]
 
 
-# --- SageMaker AI benchmark job ------------------------------------------------------------------------
+# --- SageMaker AI benchmark and recommendation jobs ------------------------------------------------------------------------
 
 
 def test_sagemaker_benchmark_job_from_the_spec() -> None:
@@ -382,3 +382,69 @@ def test_tier_target_errors_name_the_missing_output_or_the_way_round() -> None:
     clients.stub("cloudformation").add_response("describe_stacks", _stack({}), {"StackName": "g"})
     with pytest.raises(StackError, match="pass the endpoint explicitly"):
         target_from_stack(clients, "gateway", "g", None)
+
+
+def test_sagemaker_recommendation_job_on_a_deployed_workload_config() -> None:
+    client = boto3.client(
+        "sagemaker", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    with Stubber(client) as stubber:
+        # No CreateAIWorkloadConfig: the tier's deployed one (output BenchmarkWorkloadConfigName) is named.
+        stubber.add_response(
+            "create_ai_recommendation_job",
+            {"AIRecommendationJobArn": "arn:aws:sagemaker:us-east-1:123456789012:ai-recommendation-job/rec1"},
+            {
+                "AIRecommendationJobName": "rec1",
+                "ModelSource": {"S3": {"S3Uri": "s3://models/qwen3-8b/"}},
+                "OutputConfig": {"S3OutputLocation": "s3://bucket/rec/"},
+                "AIWorkloadConfigIdentifier": "deployed-workload",
+                "PerformanceTarget": {"Constraints": [{"Metric": "ttft-ms"}]},
+                "RoleArn": "arn:aws:iam::123456789012:role/bench",
+                "ComputeSpec": {"InstanceTypes": ["ml.g6e.2xlarge", "ml.p5.48xlarge"]},
+            },
+        )
+        started = start_recommendation_job(
+            client,
+            parse_workload({"shape": "chat"}),
+            job_name="rec1",
+            model_s3_uri="s3://models/qwen3-8b/",
+            goal="ttft-ms",
+            instance_types=("ml.g6e.2xlarge", "ml.p5.48xlarge"),
+            role_arn="arn:aws:iam::123456789012:role/bench",
+            s3_output="s3://bucket/rec/",
+            workload_config="deployed-workload",
+        )
+        stubber.assert_no_pending_responses()
+    assert started == {
+        "job": "rec1",
+        "workload_config": "deployed-workload",
+        "arn": "arn:aws:sagemaker:us-east-1:123456789012:ai-recommendation-job/rec1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sagemaker-recommendation", "Rec_1"], "'Rec_1': expected lowercase letters"),
+        (["--sagemaker-recommendation", "rec1"], "also pass --role-arn"),
+        (
+            [
+                "--sagemaker-recommendation",
+                "rec1",
+                "--role-arn",
+                "r",
+                "--s3-output",
+                "s3://b/",
+                "--model-s3-uri",
+                "m",
+            ],
+            "--model-s3-uri 'm': expected the s3:// prefix",
+        ),
+    ],
+)
+def test_recommendation_job_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    spec = write_spec(tmp_path, "shape: chat\n")
+    assert cli.main(["bench", "--workload", str(spec), *flags]) == 2
+    assert message in capsys.readouterr().err

@@ -12,7 +12,12 @@ from typing import Any
 from inference_tiers.ops.bench.metrics import Pricing
 from inference_tiers.ops.bench.report import merge_results, render_table, write_report
 from inference_tiers.ops.bench.run import Engine, Target, run_bench, target_from_stack
-from inference_tiers.ops.bench.sagemaker_job import NAME_PATTERN, start_benchmark_job
+from inference_tiers.ops.bench.sagemaker_job import (
+    GOALS,
+    NAME_PATTERN,
+    start_benchmark_job,
+    start_recommendation_job,
+)
 from inference_tiers.ops.bench.workload import load_workload
 from inference_tiers.ops.checks import Clients
 from inference_tiers.ops.pricing import load_price_table
@@ -72,6 +77,8 @@ def _explicit_target(args: argparse.Namespace, pricing: Pricing | None) -> Targe
 def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dict[str, Any], str]:
     """Run the command; returns (the JSON document to print, the text to print)."""
     spec = load_workload(args.workload)
+    if args.sagemaker_recommendation:
+        return _recommendation_job(args, spec, session)
     pricing = pricing_from_args(args)
     if args.tier:
         if args.url or args.sagemaker_endpoint or args.bedrock_model:
@@ -106,6 +113,47 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
     return results, render_table(results) + "\n\n" + "\n".join(str(f) for f in files)
 
 
+def _check_job(flag: str, name: str, args: argparse.Namespace) -> None:
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise ValueError(
+            f"{flag} {name!r}: expected lowercase letters, digits and hyphens, at most 63 characters"
+        )
+    if not args.role_arn or not args.s3_output:
+        raise ValueError(f"{flag}: also pass --role-arn (the job's execution role) and --s3-output s3://...")
+
+
+def _printed(started: dict[str, str]) -> tuple[dict[str, Any], str]:
+    return started, "\n".join(f"{k}: {v}" for k, v in started.items())
+
+
+def _recommendation_job(
+    args: argparse.Namespace, spec: Any, session: Callable[[], Clients]
+) -> tuple[dict[str, Any], str]:
+    _check_job("--sagemaker-recommendation", args.sagemaker_recommendation, args)
+    if not (args.model_s3_uri or "").startswith("s3://"):
+        raise ValueError(
+            f"--model-s3-uri {args.model_s3_uri!r}: expected the s3:// prefix of the model's Hugging Face "
+            "safetensors weights"
+        )
+    types = tuple(t.strip() for t in (args.instance_types or "").split(",") if t.strip())
+    if len(types) > 3 or any(not t.startswith("ml.") for t in types):
+        raise ValueError(
+            f"--instance-types {args.instance_types!r}: expected at most 3 comma-separated ml. types"
+        )
+    started = start_recommendation_job(
+        session().client("sagemaker"),
+        spec,
+        job_name=args.sagemaker_recommendation,
+        model_s3_uri=args.model_s3_uri,
+        goal=args.goal,
+        instance_types=types,
+        role_arn=args.role_arn,
+        s3_output=args.s3_output,
+        workload_config=args.workload_config,
+    )
+    return _printed(started)
+
+
 def _sagemaker_job(
     args: argparse.Namespace, spec: Any, target: Target, clients: Clients | None
 ) -> tuple[dict[str, Any], str]:
@@ -113,15 +161,7 @@ def _sagemaker_job(
         raise ValueError(
             "--sagemaker-job: needs a SageMaker target (--tier sagemaker or --sagemaker-endpoint)"
         )
-    if not re.fullmatch(NAME_PATTERN, args.sagemaker_job):
-        raise ValueError(
-            f"--sagemaker-job {args.sagemaker_job!r}: expected lowercase letters, digits and hyphens, "
-            "at most 63 characters"
-        )
-    if not args.role_arn or not args.s3_output:
-        raise ValueError(
-            "--sagemaker-job: also pass --role-arn (the job's execution role) and --s3-output s3://..."
-        )
+    _check_job("--sagemaker-job", args.sagemaker_job, args)
     started = start_benchmark_job(
         clients.client("sagemaker"),
         spec,
@@ -132,7 +172,7 @@ def _sagemaker_job(
         s3_output=args.s3_output,
         workload_config=args.workload_config,
     )
-    return started, "\n".join(f"{k}: {v}" for k, v in started.items())
+    return _printed(started)
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser, tiers: tuple[str, ...]) -> None:
@@ -171,4 +211,15 @@ def add_bench_arguments(parser: argparse.ArgumentParser, tiers: tuple[str, ...])
     job.add_argument("--s3-output", help="s3:// folder for the job's results")
     job.add_argument(
         "--workload-config", help="a deployed AI workload config (default: create one from the spec)"
+    )
+    job.add_argument(
+        "--sagemaker-recommendation",
+        help="start an AI recommendation job with this name instead: SageMaker deploys the model itself",
+    )
+    job.add_argument("--model-s3-uri", help="with --sagemaker-recommendation: s3:// prefix of the weights")
+    job.add_argument(
+        "--goal", choices=GOALS, default="cost", help="with --sagemaker-recommendation (default cost)"
+    )
+    job.add_argument(
+        "--instance-types", help="with --sagemaker-recommendation: up to 3 ml. types, comma-separated"
     )
