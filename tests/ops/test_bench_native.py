@@ -10,15 +10,19 @@ import json
 import statistics
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import boto3
 import pytest
 
 from inference_tiers.ops import cli
 from inference_tiers.ops.bench import native
+from inference_tiers.ops.bench.metrics import Pricing
+from inference_tiers.ops.bench.run import Engine, run_bench, target_from_stack
 from inference_tiers.ops.bench.workload import parse_workload
-from tests.ops.helpers import event_stream_message, respond_raw
+from tests.ops.helpers import StubClients, event_stream_message, respond_raw
 from tests.ops.test_bench_engine import MODEL, within
+from tests.ops.test_smoke import BEDROCK_OUTPUTS, CREDENTIALS, ROLE, _stack
 from tools.bench.loopback import ACCESS_KEY, REGION, SECRET_KEY, LoopbackServer
 
 SPEC = {
@@ -130,3 +134,35 @@ def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
     assert bodies[1]["messages"][1] == {"role": "assistant", "content": [{"text": "Paris!"}]}
     assert bodies[0]["guardrailConfig"] == {**guardrail, "streamProcessingMode": "async"}
     assert bodies[0]["inferenceConfig"] == {"maxTokens": 3}
+
+
+def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: Path) -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response(
+        "describe_stacks", _stack(BEDROCK_OUTPUTS), {"StackName": "InferenceTiers-Bedrock"}
+    )
+    clients.stub("sts").add_response(
+        "assume_role",
+        {"Credentials": CREDENTIALS},
+        {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
+    )
+    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    sent = respond_raw(
+        clients.assumed.client("bedrock-runtime"),
+        "ConverseStream",
+        *(converse_stream("a", "b", usage=(1000, 500)) for _ in range(2)),
+    )
+    pricing = Pricing("per token: test table", usd_per_1m_input=1.0, usd_per_1m_output=4.0)
+    target = target_from_stack(clients, "bedrock", "InferenceTiers-Bedrock", pricing)
+    spec = parse_workload({"shape": "chat", "load": {"levels": [1], "requests_per_level": 2}})
+    engine = Engine(aiperf=tmp_path / "unused", tokenizer=tmp_path)
+    result = run_bench(target, spec, work_dir=tmp_path, engine=engine, clients=clients)
+    clients.assert_done()
+    assert clients.assumed_with == CREDENTIALS
+    assert {json.loads(r.body)["guardrailConfig"]["guardrailIdentifier"] for r in sent} == {"gr-abc123"}
+    assert f"/model/{BEDROCK_OUTPUTS['ModelId']}/converse-stream" in unquote(sent[0].url)
+    (figures,) = result["levels"]
+    # 2 requests x (1000 input x $1 + 500 output x $4) / 1M, over 1000 output tokens: $6 per 1M output tokens.
+    assert figures["usd"] == pytest.approx(0.006) and figures["usd_per_1m_output_tokens"] == pytest.approx(
+        6.0
+    )
