@@ -207,7 +207,11 @@ def _bench(args: argparse.Namespace) -> int:
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from inference_tiers.ops.bench.command import bench
 
-    document, text = bench(args, lambda: _session(args))
+    try:
+        document, text = bench(args, lambda: _session(args))
+    except RuntimeError as error:  # the engine failed (aiperf's exit and last lines): a failed run, not usage
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     print(report.dumps(document) if args.json else text)
     return EXIT_OK
 

@@ -448,3 +448,12 @@ def test_recommendation_job_usage_errors(
     spec = write_spec(tmp_path, "shape: chat\n")
     assert cli.main(["bench", "--workload", str(spec), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_failed_engine_run_is_exit_1_with_its_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write_spec(tmp_path, "shape: chat\nmodel: m\nload: {levels: [1]}\n")
+    argv = ["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), "--url", "http://127.0.0.1:9"]
+    assert cli.main([*argv, "--aiperf", "/bin/false", "--tokenizer", str(tmp_path)]) == 1
+    assert "error: aiperf exited 1" in capsys.readouterr().err

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -109,13 +111,22 @@ def run_aiperf(command: list[str], artifact_dir: Path, *, timeout: float) -> lis
     """Run one level; a failed run raises with the end of aiperf's output."""
     artifact_dir.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        # Its own process group: aiperf starts a controller and worker processes, which a timeout must end too.
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
     except FileNotFoundError:
         raise ValueError(
             f"aiperf not found at {command[0]}: run `bash tools/bench/setup.sh` or pass --aiperf"
         ) from None
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise RuntimeError(f"aiperf ran past {timeout:g} s (artifacts in {artifact_dir})") from None
     records_file = artifact_dir / RECORDS_FILE
-    if done.returncode != 0 or not records_file.exists():
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-        raise RuntimeError(f"aiperf exited {done.returncode} (artifacts in {artifact_dir}):\n{tail}")
+    if process.returncode != 0 or not records_file.exists():
+        tail = "\n".join(output.splitlines()[-15:])
+        raise RuntimeError(f"aiperf exited {process.returncode} (artifacts in {artifact_dir}):\n{tail}")
     return parse_records(records_file)
