@@ -45,6 +45,7 @@ test-tools:
 	bash tools/gateway/setup.sh
 	bash tools/observability/setup.sh
 	bash tools/checkov/setup.sh
+	bash tools/bench/setup.sh
 
 synth: $(VENV)/.installed-app node_modules/.installed
 	rm -rf cdk.out
@@ -66,6 +67,7 @@ bench: bootstrap
 # scanned even when an earlier one fails, and any failed check fails the target.
 checkov: $(VENV)/.installed-app node_modules/.installed
 	bash tools/checkov/setup.sh
+	bash tools/bench/setup.sh
 	@failed=""; \
 	for tier in $$($(BIN)/python -c "from inference_tiers.app_factory import TIERS; print(' '.join(TIERS))"); do \
 	  echo "== tier $$tier: npx cdk synth (cdk-nag gate included), then checkov"; \

@@ -1,4 +1,4 @@
-"""The ``inference-tiers`` console script: ``advise``, ``preflight``, ``smoke``, ``gateway keys`` and ``dashboards``.
+"""The ``inference-tiers`` console script: ``advise``, ``preflight``, ``smoke``, ``bench``, ``gateway keys``, ``dashboards``.
 
 Exit codes (stable, for scripts):
 
@@ -85,6 +85,14 @@ def _fraction(text: str) -> float:
 
 
 def _advise(args: argparse.Namespace) -> int:
+    if args.measured:
+        from inference_tiers.ops.bench.measured import advise_measured, load_results, render_measured
+
+        if args.load is None:
+            raise UsageError("--measured: also pass --load, the target load in the spec's unit")
+        measured = advise_measured(load_results(args.measured), args.load)
+        print(report.dumps(measured) if args.json else render_measured(measured))
+        return EXIT_OK
     if args.model and args.hf_config:
         raise UsageError("--model and --hf-config: pass one of them, not both")
     model = None
@@ -209,6 +217,23 @@ def _smoke(args: argparse.Namespace) -> int:
     return _print_results(
         args, {"tier": args.tier, "stack": stack, "region": clients.region}, results, latency=True
     )
+
+
+# --- bench ---------------------------------------------------------------------------------------------------
+
+
+def _bench(args: argparse.Namespace) -> int:
+    # The workload spec is validated with the constructs' argument checks, which load aws-cdk-lib.
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from inference_tiers.ops.bench.command import bench
+
+    try:
+        document, text = bench(args, lambda: _session(args))
+    except RuntimeError as error:  # the engine failed (aiperf's exit and last lines): a failed run, not usage
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    print(report.dumps(document) if args.json else text)
+    return EXIT_OK
 
 
 # --- gateway keys -------------------------------------------------------------------------------------------
@@ -347,6 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--mfu", type=_fraction, default=DEFAULT_MFU, help="prefill model FLOPs utilization (0.4)")
     a.add_argument("--prices", type=Path, help="price file overriding the shipped us-east-1 table")
+    a.add_argument(
+        "--measured",
+        type=Path,
+        help="decide from bench's results.json instead of the formula (docs/bench.md)",
+    )
+    a.add_argument(
+        "--load", type=_positive_number, help="with --measured: the target load, in the spec's unit"
+    )
     a.add_argument("--json", action="store_true", help="machine-readable output")
     a.set_defaults(handler=_advise)
 
@@ -374,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--blocked-prompt", default=BLOCKED_PROMPT, help="bedrock: a prompt the guardrail must block"
             )
+    from inference_tiers.ops.bench.command import add_bench_arguments
+
+    b = sub.add_parser("bench", help="measure a workload spec on a deployed tier or endpoint (docs/bench.md)")
+    add_bench_arguments(b, TIER_ORDER)
+    _add_aws_options(b)
+    b.set_defaults(handler=_bench)
     g = sub.add_parser("gateway", help="administer a deployed gateway tier")
     gsub = g.add_subparsers(dest="gateway_command", required=True)
     k = gsub.add_parser("keys", help="create a team and a virtual key with a budget (admin API)")

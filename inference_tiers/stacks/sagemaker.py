@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from aws_cdk import Aws, CfnOutput, Duration, Stack
@@ -56,6 +57,8 @@ from inference_tiers.constructs.sagemaker.engines import (
 from inference_tiers.constructs.sagemaker.monitoring import AlarmThresholds
 from inference_tiers.constructs.sagemaker.scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
+from inference_tiers.constructs.sagemaker.workload import BenchmarkWorkload
+from inference_tiers.ops.bench.workload import WorkloadSpec, load_workload, parse_workload
 from inference_tiers.tier import Tier
 from inference_tiers.validation import Args, ArgumentError
 
@@ -80,6 +83,18 @@ def _as_context_key(key: str | None = None) -> Iterator[None]:
     except ArgumentError as error:
         name = key or _CONTEXT_KEYS.get(error.param, error.param)
         raise ConfigError(f"{KEY_PREFIX}{name}", error.value, error.accepted) from error
+
+
+def _benchmark_workload(key: str, raw: Any) -> WorkloadSpec:
+    """A bench workload spec: inline (a JSON object in cdk.json) or the path of its YAML file (``-c``)."""
+    try:
+        if isinstance(raw, str):
+            return load_workload(Path(raw))
+        return parse_workload(raw, f"context key '{key}'")
+    except ValueError as error:
+        raise ConfigError(
+            key, raw, f"a bench workload spec (docs/bench.md) or its file's path: {error}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -169,6 +184,11 @@ class SageMakerSettings:
         integer(0, 100), "requests and responses captured to an encrypted bucket; 0: off"
     )
     vpc_cidr: str = setting(text(_CIDR, description="a 10.x.0.0/16 CIDR"), "the tier's VPC CIDR")
+    benchmark_workload: WorkloadSpec | None = setting(
+        optional(_benchmark_workload),
+        "opt-in: a bench workload spec (inline or a YAML path) rendered as an AI workload config for SageMaker's "
+        "recommendation and benchmark jobs; empty: none",
+    )
 
     def __post_init__(self) -> None:
         # The constructs' own rules, reported under this tier's context keys.
@@ -310,6 +330,11 @@ class SageMakerStack(Stack):
             ),
         )
         self._outputs(self.endpoint, settings)
+        if settings.benchmark_workload is not None:
+            self.benchmark_workload = BenchmarkWorkload(
+                self, "BenchmarkWorkload", workload=settings.benchmark_workload
+            )
+            CfnOutput(self, "BenchmarkWorkloadConfigName", value=self.benchmark_workload.workload_config_name)
 
     def _bucket(self, construct_id: str) -> s3.Bucket:
         """A KMS-encrypted, TLS-only, retained bucket whose access logs go to the stack's log bucket."""

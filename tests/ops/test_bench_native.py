@@ -1,0 +1,168 @@
+"""bench's own runs where aiperf 0.13.0 has no transport: SageMaker streaming against the loopback server (which
+checks SigV4 and answers in the event-stream framing), and Bedrock ConverseStream on raw event-stream bodies.
+
+The SageMaker run's timing is held to the latency model with the tolerance tests/ops/test_bench_engine.py states.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import boto3
+import pytest
+
+from inference_tiers.ops import cli
+from inference_tiers.ops.bench import native
+from inference_tiers.ops.bench.metrics import Pricing
+from inference_tiers.ops.bench.run import Engine, run_bench, target_from_stack
+from inference_tiers.ops.bench.workload import parse_workload
+from tests.ops.helpers import StubClients, event_stream_message, respond_raw
+from tests.ops.test_bench_engine import MODEL, within
+from tests.ops.test_smoke import BEDROCK_OUTPUTS, CREDENTIALS, ROLE, _stack
+from tools.bench.loopback import ACCESS_KEY, REGION, SECRET_KEY, LoopbackServer
+
+SPEC = {
+    "shape": "rag",
+    "prefix_tokens": 160,
+    "input_tokens": {"mean": 40, "stddev": 0},
+    "output_tokens": {"mean": 8, "stddev": 0},
+    "load": {"mode": "concurrency", "levels": [1, 3], "requests_per_level": 9},
+    "slo": {"ttft_p90_ms": 5000, "itl_p90_ms": 500, "e2e_p90_ms": 10000},
+}
+
+
+def aws_env(monkeypatch: pytest.MonkeyPatch, url: str, secret: str = SECRET_KEY) -> None:
+    # The SageMaker Runtime client goes to the loopback server (botocore's per-service endpoint variable).
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def bench_sagemaker(tmp_path: Path, *extra: str) -> int:
+    (tmp_path / "workload.yaml").write_text(json.dumps(SPEC), encoding="utf-8")
+    argv = ["bench", "--workload", str(tmp_path / "workload.yaml"), "--out", str(tmp_path / "out")]
+    argv += ["--sagemaker-endpoint", "qwen", "--inference-component", "qwen-ic", "--region", REGION, *extra]
+    return cli.main(argv)
+
+
+def test_sagemaker_stream_is_signed_decoded_and_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LoopbackServer(model=MODEL) as server:
+        aws_env(monkeypatch, server.url)
+        assert bench_sagemaker(tmp_path, "--instance-type", "ml.g6e.2xlarge") == 0
+    assert server.rejected_signatures == 0
+    target = json.loads((tmp_path / "out" / "results.json").read_text())["targets"][0]
+    assert target["engine"] == "inference-tiers (boto3)" and "g6e.2xlarge" in target["pricing"]["basis"]
+    for figures in target["levels"]:
+        assert figures["requests"] == 9 and figures["errors"] == 0
+        assert figures["output_tokens"] == 9 * 8 and figures["usd_per_1m_good_tokens"] is not None
+    # Each level's shared RAG prefix is cached once its first requests are in (each level draws its own
+    # prompts, the 3 first ones of the second level may arrive together): the model's TTFT for what each left.
+    requests = server.cache.requests
+    assert {prompt for prompt, _ in requests} == {200} and sum(cached >= 160 for _, cached in requests) >= 14
+    expected = MODEL.ttft_ms(int(statistics.median(prompt - cached for prompt, cached in requests)))
+    assert within(target["levels"][0]["ttft_ms"]["p50"], expected)
+    assert within(target["levels"][0]["itl_ms"]["p50"], MODEL.decode_ms_per_token)
+
+
+def test_sagemaker_bad_signature_is_a_failed_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LoopbackServer(model=MODEL) as server:
+        aws_env(monkeypatch, server.url, secret="not-the-secret")
+        assert bench_sagemaker(tmp_path) == 0
+    assert server.rejected_signatures == 18 and not server.cache.requests
+    levels = json.loads((tmp_path / "out" / "results.json").read_text())["targets"][0]["levels"]
+    assert [(f["error_rate"], f["meets_slo"]) for f in levels] == [(1.0, False), (1.0, False)]
+
+
+def converse_stream(*pieces: str, usage: tuple[int, int]) -> tuple[int, dict[str, str], bytes]:
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
+    events += [("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}}) for p in pieces]
+    events += [("contentBlockStop", {"contentBlockIndex": 0}), ("messageStop", {"stopReason": "max_tokens"})]
+    events.append(
+        (
+            "metadata",
+            {
+                "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
+                "metrics": {"latencyMs": 5},
+            },
+        )
+    )
+    body = b"".join(event_stream_message(t, json.dumps(p).encode(), "application/json") for t, p in events)
+    return 200, {"Content-Type": "application/vnd.amazon.eventstream"}, body
+
+
+def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
+    runtime = boto3.client(
+        "bedrock-runtime", region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    spec = parse_workload(
+        {
+            "shape": "agentic",
+            "input_tokens": {"mean": 5},
+            "output_tokens": {"mean": 3},
+            "turns": {"mean": 2},
+            "think_time_ms": 0,
+            "load": {"levels": [1], "requests_per_level": 4},
+        }
+    )
+    sent = respond_raw(
+        runtime,
+        "ConverseStream",
+        *(converse_stream("Par", "is", "!", usage=(5 + 10 * i, 3)) for i in range(4)),
+    )
+    guardrail = {"guardrailIdentifier": "gr-1", "guardrailVersion": "1"}
+    records = native.run_level(
+        native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0", guardrail), spec, 1, 7
+    )
+    assert [(r.error, r.input_tokens, r.output_tokens) for r in records] == [
+        (None, 5, 3),
+        (None, 15, 3),
+        (None, 25, 3),
+        (None, 35, 3),
+    ]
+    assert all(r.ttft_ms is not None and r.ttft_ms <= r.e2e_ms for r in records)
+    bodies = [json.loads(request.body) for request in sent]
+    # Two sessions of two turns: the second turn resends the first and the streamed answer.
+    assert [len(b["messages"]) for b in bodies] == [1, 3, 1, 3]
+    assert bodies[1]["messages"][1] == {"role": "assistant", "content": [{"text": "Paris!"}]}
+    assert bodies[0]["guardrailConfig"] == {**guardrail, "streamProcessingMode": "async"}
+    assert bodies[0]["inferenceConfig"] == {"maxTokens": 3}
+
+
+def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: Path) -> None:
+    clients = StubClients()
+    clients.stub("cloudformation").add_response(
+        "describe_stacks", _stack(BEDROCK_OUTPUTS), {"StackName": "InferenceTiers-Bedrock"}
+    )
+    clients.stub("sts").add_response(
+        "assume_role",
+        {"Credentials": CREDENTIALS},
+        {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
+    )
+    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    sent = respond_raw(
+        clients.assumed.client("bedrock-runtime"),
+        "ConverseStream",
+        *(converse_stream("a", "b", usage=(1000, 500)) for _ in range(2)),
+    )
+    pricing = Pricing("per token: test table", usd_per_1m_input=1.0, usd_per_1m_output=4.0)
+    target = target_from_stack(clients, "bedrock", "InferenceTiers-Bedrock", pricing)
+    spec = parse_workload({"shape": "chat", "load": {"levels": [1], "requests_per_level": 2}})
+    engine = Engine(aiperf=tmp_path / "unused", tokenizer=tmp_path)
+    result = run_bench(target, spec, work_dir=tmp_path, engine=engine, clients=clients)
+    clients.assert_done()
+    assert clients.assumed_with == CREDENTIALS
+    assert {json.loads(r.body)["guardrailConfig"]["guardrailIdentifier"] for r in sent} == {"gr-abc123"}
+    assert f"/model/{BEDROCK_OUTPUTS['ModelId']}/converse-stream" in unquote(sent[0].url)
+    (figures,) = result["levels"]
+    # 2 requests x (1000 input x $1 + 500 output x $4) / 1M, over 1000 output tokens: $6 per 1M output tokens.
+    assert figures["usd"] == pytest.approx(0.006) and figures["usd_per_1m_output_tokens"] == pytest.approx(
+        6.0
+    )
