@@ -84,6 +84,9 @@ def _ref(value: Any) -> str | None:
 
 
 def _count(value: Any, default: int = 1) -> int:
+    """An instance count: an integer, or digits in a string (aws-cdk writes Auto Scaling sizes as strings)."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 

@@ -99,6 +99,19 @@ def _user_app(outdir: Path) -> None:
         properties={"ServiceToken": ROLE, "Manifest": serving.to_json_string([deployment])},
     )
 
+    # An Auto Scaling group as aws-cdk's L2 writes it: sizes as strings, the type from a launch template.
+    cdk.CfnResource(
+        serving,
+        "Workers",
+        type="AWS::AutoScaling::AutoScalingGroup",
+        properties={
+            "MinSize": "1",
+            "MaxSize": "4",
+            "DesiredCapacity": "2",
+            "LaunchTemplate": {"LaunchTemplateId": template.ref, "Version": "1"},
+        },
+    )
+
     gateway = cdk.Stack(app, "UserGateway")
     task = ecs.FargateTaskDefinition(gateway, "Task")
     task.add_container("litellm", image=ecs.ContainerImage.from_registry(GATEWAY))
@@ -135,6 +148,7 @@ def test_the_scan_finds_what_the_users_app_needs(cdk_out: Path) -> None:
             InstanceNeed("sagemaker-endpoint", "ml.g6e.2xlarge", 2),
             InstanceNeed("ec2", "g6e.12xlarge", 3),
             InstanceNeed("ec2", "p5.48xlarge", 2),  # from the launch template, MinSize without DesiredSize
+            InstanceNeed("ec2", "p5.48xlarge", 2),  # the Auto Scaling group's DesiredCapacity "2"
         ],
         key=str,
     )
