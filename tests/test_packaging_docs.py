@@ -60,7 +60,17 @@ def test_the_reference_renders_the_constructs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "page", ["bedrock", "sagemaker", "hyperpod", "disaggregated", "gateway", "agent-sandbox", "observability"]
+    "page",
+    [
+        "bedrock",
+        "sagemaker",
+        "hyperpod",
+        "disaggregated",
+        "gateway",
+        "agent-sandbox",
+        "observability",
+        "inference-gateway",
+    ],
 )
 def test_each_tier_page_links_the_reference(page: str) -> None:
     doc = (PROJECT_ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
