@@ -8,7 +8,7 @@ from typing import Any
 from aws_cdk import Aspects, Stack, Tags
 from constructs import Construct
 
-from inference_tiers.config import AppConfig, parse_config
+from inference_tiers.config import AppConfig, parse_config, tier_defaults
 from inference_tiers.constructs.common.checkov import FrameworkFunctionSkips
 from inference_tiers.stacks import (
     agent_sandbox,
@@ -37,8 +37,13 @@ TIERS: Mapping[str, Tier] = {
 
 
 def parse_app_config(context: Mapping[str, Any]) -> AppConfig:
-    """Parse and validate the CDK context (``app.node.get_all_context()``) for the tiers this build has."""
-    return parse_config(context, [tier.spec for tier in TIERS.values()])
+    """Parse and validate the CDK context (``app.node.get_all_context()``) for the tiers this build has.
+
+    Keys the context does not set take the package's defaults (:func:`~inference_tiers.config.tier_defaults`)."""
+    specs = [tier.spec for tier in TIERS.values()]
+    known = {key for spec in specs for key in spec.context_keys()}
+    defaults = {key: value for key, value in tier_defaults().items() if key in known}
+    return parse_config({**defaults, **context}, specs)
 
 
 def build_app(app: Construct, config: AppConfig) -> list[Stack]:

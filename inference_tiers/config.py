@@ -1,7 +1,9 @@
 """Typed, validated configuration parsed from CDK context: the only place that reads context.
 
-Every setting is a context key. Defaults live in ``cdk.json``; ``-c key=value`` overrides them and always
-arrives as a string, while JSON in ``cdk.json`` keeps its type, so every parser accepts both.
+Every setting is a context key. Their defaults ship in the package (``inference_tiers/defaults.json``, read by
+:func:`tier_defaults`), so any app and the ``inference-tiers`` command have them; an app's ``cdk.json`` context
+and ``-c key=value`` override them. ``-c`` values always arrive as strings, while JSON keeps its type, so every
+parser accepts both.
 
 Keys are ``tier`` plus ``<tier>.<setting>`` (for example ``sagemaker.instance_type``). Each tier declares its
 settings as a frozen dataclass whose fields carry a parser in their metadata (:func:`setting`); that dataclass
@@ -17,12 +19,16 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 Parser = Callable[[str, Any], Any]
 
 TIER_KEY = "tier"
+# Package data beside this module: the default of every tier setting (one source for app.py, the tests and
+# ``inference-tiers preflight``, installed or not).
+DEFAULTS_FILE = "defaults.json"
 ALL_TIERS = "all"
 # The tiers this project defines, in the order they are built (and the order a user grows through them).
 TIER_ORDER = (
@@ -371,16 +377,24 @@ def parse_tier_selection(raw: Any, available: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(names, key=TIER_ORDER.index))
 
 
+def tier_defaults() -> dict[str, Any]:
+    """Every tier setting's default, ``{"<tier>.<setting>": value}``: the package's ``defaults.json``."""
+    defaults: dict[str, Any] = json.loads(
+        resources.files("inference_tiers").joinpath(DEFAULTS_FILE).read_text(encoding="utf-8")
+    )
+    return defaults
+
+
 def parse_settings(spec: TierSpec, context: Mapping[str, Any]) -> Any:
-    """Build ``spec.settings`` from ``context``; every one of its keys must be present (defaults: cdk.json)."""
+    """Build ``spec.settings`` from ``context``; every one of its keys must be present (see :func:`tier_defaults`)."""
     values: dict[str, Any] = {}
     for key, fld in spec.context_keys().items():
         if key not in context:
             raise ConfigError(
                 key,
                 None,
-                f"a value (this setting has no default here: add it to cdk.json's "
-                f"context or pass -c {key}=...; {fld.metadata['doc']})",
+                f"a value (this setting has no default: add it to the package's {DEFAULTS_FILE} "
+                f"or pass -c {key}=...; {fld.metadata['doc']})",
             )
         values[fld.name] = fld.metadata["parse"](key, context[key])
     return spec.settings(**values)

@@ -14,6 +14,7 @@ from aws_cdk.assertions import Template
 from constructs import IConstruct
 
 from inference_tiers.app_factory import build_app, parse_app_config
+from inference_tiers.config import tier_defaults
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = PROJECT_ROOT / "tests" / "data"
@@ -24,9 +25,10 @@ _NO_BUNDLING = {"aws:cdk:bundling-stacks": []}
 
 @cache
 def cdk_json_context() -> dict[str, Any]:
-    """The project's default context: feature flags and every tier's settings, exactly as `cdk synth` sees it."""
+    """The project's default context: every tier's settings (the package's defaults) and cdk.json's context (the
+    feature flags and the tier selection), exactly as `cdk synth` sees it."""
     context: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
-    return context
+    return {**tier_defaults(), **context}
 
 
 def configured_app(**overrides: Any) -> cdk.App:

@@ -115,7 +115,7 @@ def test_cdk_owned_keys_are_not_ours_to_reject() -> None:
 def test_missing_key_says_where_defaults_live() -> None:
     context = dict(VALID)
     del context["bedrock.engine"]
-    with pytest.raises(ConfigError, match="add it to cdk.json's context or pass -c bedrock.engine="):
+    with pytest.raises(ConfigError, match="add it to the package's defaults.json or pass -c bedrock.engine="):
         parse_config(context, [DEMO])
 
 

@@ -132,14 +132,17 @@ def _advise(args: argparse.Namespace) -> int:
 
 
 def load_context(cdk_json: Path | None, overrides: Sequence[str], tier: str) -> dict[str, Any]:
-    """The CDK context the app would see: cdk.json's ``context``, then ``-c key=value`` overrides."""
+    """The CDK context the app would see: the app's cdk.json ``context`` (``./cdk.json`` when there is one), then
+    ``-c key=value`` overrides; the tier settings it leaves out take the package's defaults."""
     path = cdk_json or Path("cdk.json")
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError(
-            f"{path}: not found; run in the CDK app's directory or pass --cdk-json PATH"
-        ) from None
+        if cdk_json is not None:
+            raise UsageError(
+                f"{path}: not found; run in the CDK app's directory or pass --cdk-json PATH"
+            ) from None
+        document = {}
     except (OSError, json.JSONDecodeError) as error:
         raise UsageError(f"{path}: cannot read as JSON ({error})") from None
     context = document.get("context", {}) if isinstance(document, dict) else None
@@ -199,11 +202,31 @@ def _print_results(
 def _preflight(args: argparse.Namespace) -> int:
     from inference_tiers.ops.preflight import run_preflight
 
+    if args.templates:
+        return _preflight_templates(args)
     requirements = tier_requirements(load_context(args.cdk_json, args.context, args.tier), args.tier)
     clients = _session(args)
     account = _account(clients)
     results = run_preflight(clients, requirements, account)
     header = {"tier": args.tier, "region": clients.region, "account": account, "requirements": requirements}
+    return _print_results(args, header, results, latency=False)
+
+
+def _preflight_templates(args: argparse.Namespace) -> int:
+    from inference_tiers.ops.templates import requirements_from_templates, run_template_preflight
+
+    if args.cdk_json or args.context:
+        raise UsageError("--templates reads the synthesized templates: --cdk-json and -c do not apply to it")
+    found = requirements_from_templates(args.templates)
+    clients = _session(args)
+    account = _account(clients)
+    results = run_template_preflight(clients, found, account)
+    header = {
+        "templates": str(args.templates),
+        "region": clients.region,
+        "account": account,
+        "requirements": found.requirements[0],
+    }
     return _print_results(args, header, results, latency=False)
 
 
@@ -388,11 +411,25 @@ def build_parser() -> argparse.ArgumentParser:
         ("smoke", _smoke, "exercise a deployed tier through its stack outputs"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("--tier", choices=TIER_ORDER, required=True)
+        if name == "preflight":
+            what = p.add_mutually_exclusive_group(required=True)
+            what.add_argument("--tier", choices=TIER_ORDER)
+            what.add_argument(
+                "--templates",
+                type=Path,
+                metavar="DIR",
+                help="check what any app's synthesized templates need instead (the cdk synth output, cdk.out)",
+            )
+        else:
+            p.add_argument("--tier", choices=TIER_ORDER, required=True)
         _add_aws_options(p)
         p.set_defaults(handler=handler)
         if name == "preflight":
-            p.add_argument("--cdk-json", type=Path, help="the app's cdk.json (default: ./cdk.json)")
+            p.add_argument(
+                "--cdk-json",
+                type=Path,
+                help="the app's cdk.json (default: ./cdk.json if any; defaults: the package's)",
+            )
             p.add_argument(
                 "-c",
                 "--context",

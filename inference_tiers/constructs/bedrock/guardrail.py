@@ -41,6 +41,8 @@ T = TypeVar("T")
 
 
 class FilterStrength(StrEnum):
+    """How strongly a content filter blocks: NONE turns it off, HIGH blocks the most."""
+
     NONE = "NONE"
     LOW = "LOW"
     MEDIUM = "MEDIUM"
@@ -48,6 +50,8 @@ class FilterStrength(StrEnum):
 
 
 class ContentFilterType(StrEnum):
+    """A Bedrock Guardrails content-filter category; PROMPT_ATTACK inspects prompts only."""
+
     SEXUAL = "SEXUAL"
     VIOLENCE = "VIOLENCE"
     HATE = "HATE"
@@ -64,17 +68,23 @@ class GuardrailAction(StrEnum):
 
 
 class Modality(StrEnum):
+    """What a content filter inspects: text, images, or both."""
+
     TEXT = "TEXT"
     IMAGE = "IMAGE"
 
 
 class PiiAction(StrEnum):
+    """What a PII or regex filter does on a match: block, mask the match (ANONYMIZE), or detect only (NONE)."""
+
     BLOCK = "BLOCK"
     ANONYMIZE = "ANONYMIZE"
     NONE = "NONE"
 
 
 class PiiEntityType(StrEnum):
+    """A kind of personally identifiable information Bedrock Guardrails detects."""
+
     ADDRESS = "ADDRESS"
     AGE = "AGE"
     AWS_ACCESS_KEY = "AWS_ACCESS_KEY"
@@ -157,6 +167,16 @@ class ContentFilter:
 
     ``output_strength`` defaults to MEDIUM, and to NONE for ``PROMPT_ATTACK``, which only inspects prompts
     (an explicit other strength for it is an error).
+
+    :param type: the :class:`ContentFilterType` category.
+    :param input_strength: the :class:`FilterStrength` for prompts. Default: MEDIUM.
+    :param output_strength: the :class:`FilterStrength` for responses. Default: see above.
+    :param input_action: the :class:`GuardrailAction` on a prompt match. Default: BLOCK.
+    :param output_action: the :class:`GuardrailAction` on a response match. Default: BLOCK.
+    :param input_enabled: whether prompts are evaluated. Default: True.
+    :param output_enabled: whether responses are evaluated. Default: True.
+    :param input_modalities: the :class:`Modality` values inspected in prompts. Default: text only.
+    :param output_modalities: the :class:`Modality` values inspected in responses. Default: text only.
     """
 
     type: ContentFilterType
@@ -215,7 +235,16 @@ class ContentFilter:
 
 @dataclass(frozen=True)
 class DeniedTopic:
-    """A topic the guardrail refuses, described in natural language (``definition``) with example phrases."""
+    """A topic the guardrail refuses, described in natural language (``definition``) with example phrases.
+
+    :param name: 1-100 letters, digits, spaces and ``-_!?.``.
+    :param definition: what the topic covers, 1-1000 characters.
+    :param examples: up to 5 example phrases of at most 100 characters. Default: none.
+    :param input_action: the :class:`GuardrailAction` on a prompt match. Default: BLOCK.
+    :param output_action: the :class:`GuardrailAction` on a response match. Default: BLOCK.
+    :param input_enabled: whether prompts are evaluated. Default: True.
+    :param output_enabled: whether responses are evaluated. Default: True.
+    """
 
     name: str
     definition: str
@@ -253,7 +282,12 @@ class DeniedTopic:
 
 @dataclass(frozen=True)
 class WordFilter:
-    """An exact word or phrase to block."""
+    """An exact word or phrase to block.
+
+    :param text: the word or phrase, 1-100 characters.
+    :param input_action: the :class:`GuardrailAction` on a prompt match. Default: BLOCK.
+    :param output_action: the :class:`GuardrailAction` on a response match. Default: BLOCK.
+    """
 
     text: str
     input_action: GuardrailAction = GuardrailAction.BLOCK
@@ -275,7 +309,12 @@ class WordFilter:
 
 @dataclass(frozen=True)
 class PiiEntity:
-    """A PII type to block or anonymize, separately in prompts and responses (NONE: detect only)."""
+    """A PII type to block or anonymize, separately in prompts and responses (NONE: detect only).
+
+    :param type: the :class:`PiiEntityType`.
+    :param input_action: the :class:`PiiAction` in prompts. Default: NONE.
+    :param output_action: the :class:`PiiAction` in responses. Default: ANONYMIZE.
+    """
 
     type: PiiEntityType
     input_action: PiiAction = PiiAction.NONE
@@ -301,7 +340,14 @@ class PiiEntity:
 
 @dataclass(frozen=True)
 class RegexFilter:
-    """Sensitive information matched by a regular expression (for example internal account numbers)."""
+    """Sensitive information matched by a regular expression (for example internal account numbers).
+
+    :param name: 1-100 characters.
+    :param pattern: the regular expression, 1-500 characters.
+    :param description: 1-1000 characters. Default: none.
+    :param input_action: the :class:`PiiAction` in prompts. Default: BLOCK.
+    :param output_action: the :class:`PiiAction` in responses. Default: BLOCK.
+    """
 
     name: str
     pattern: str
@@ -336,7 +382,9 @@ class ContextualGrounding:
     """Contextual grounding checks for RAG answers: block responses scoring below a threshold (0 to 0.99).
 
     ``grounding_threshold``: how well the answer is supported by the source; ``relevance_threshold``: how
-    relevant it is to the query. ``None`` leaves that check off; at least one must be set.
+    relevant it is to the query. ``None`` leaves that check off; at least one must be set. Defaults: 0.75 each.
+
+    :param action: the :class:`GuardrailAction` below a threshold. Default: BLOCK.
     """
 
     grounding_threshold: float | None = 0.75
@@ -373,7 +421,11 @@ _AR_POLICY_ARN = r"arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:automated-
 
 @dataclass(frozen=True)
 class AutomatedReasoning:
-    """Automated-reasoning checks: one or two policy ARNs (versioned), and the confidence threshold (0 to 1)."""
+    """Automated-reasoning checks: one or two policy ARNs (versioned), and the confidence threshold (0 to 1).
+
+    :param policy_arns: one or two distinct versioned automated-reasoning policy ARNs.
+    :param confidence_threshold: 0 to 1. Default: the service's.
+    """
 
     policy_arns: tuple[str, ...]
     confidence_threshold: float | None = None
@@ -455,7 +507,9 @@ class IGuardrail(Protocol):
     @property
     def versioned_arn(self) -> str: ...
 
-    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant: ...
+    def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` apply the guardrail (ApplyGuardrail) and decrypt it; returns the grant."""
+        ...
 
 
 def _version_parameter_name(args: Args, guardrail: Construct, given: str | None) -> str:
@@ -670,24 +724,31 @@ class Guardrail(Construct):
         )
 
     def metric_invocations(self, **props: Any) -> cloudwatch.Metric:
+        """``Invocations``: evaluations of this version (Sum over 5 minutes; ``props`` as in :meth:`metric`)."""
         return self.metric("Invocations", **props)
 
     def metric_invocations_intervened(self, **props: Any) -> cloudwatch.Metric:
+        """``InvocationsIntervened``: evaluations in which the guardrail intervened (Sum)."""
         return self.metric("InvocationsIntervened", **props)
 
     def metric_invocation_latency(self, **props: Any) -> cloudwatch.Metric:
+        """``InvocationLatency``: evaluation latency in milliseconds (p90 unless ``props`` says otherwise)."""
         return self.metric("InvocationLatency", **{"statistic": "p90", **props})
 
     def metric_invocation_client_errors(self, **props: Any) -> cloudwatch.Metric:
+        """``InvocationClientErrors``: evaluations that failed on the caller's request (Sum)."""
         return self.metric("InvocationClientErrors", **props)
 
     def metric_invocation_server_errors(self, **props: Any) -> cloudwatch.Metric:
+        """``InvocationServerErrors``: evaluations that failed in the service (Sum)."""
         return self.metric("InvocationServerErrors", **props)
 
     def metric_invocation_throttles(self, **props: Any) -> cloudwatch.Metric:
+        """``InvocationThrottles``: throttled evaluations (Sum)."""
         return self.metric("InvocationThrottles", **props)
 
     def metric_text_unit_count(self, **props: Any) -> cloudwatch.Metric:
+        """``TextUnitCount``: text units evaluated, the unit the guardrail is billed by (Sum)."""
         return self.metric("TextUnitCount", **props)
 
     def metric_intervention_rate(self, period: Duration = _FIVE_MINUTES) -> cloudwatch.MathExpression:

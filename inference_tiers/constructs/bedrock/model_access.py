@@ -78,7 +78,10 @@ def _foundation_model_arn(scope: Construct, region: str, model_id: str) -> str:
 
 @dataclass(frozen=True)
 class FoundationModel:
-    """A foundation model invoked in this stack's Region (on-demand)."""
+    """A foundation model invoked in this stack's Region (on-demand).
+
+    :param model_id: the foundation-model id, e.g. ``amazon.nova-2-lite-v1:0``, without a geography prefix.
+    """
 
     model_id: str
 
@@ -90,6 +93,7 @@ class FoundationModel:
         return self.model_id
 
     def arn(self, scope: Construct) -> str:
+        """The model's ARN in the Region of ``scope``'s stack."""
         return _foundation_model_arn(scope, Stack.of(scope).region, self.model_id)
 
     def _targets(self, scope: Construct) -> list[_Target]:
@@ -98,7 +102,11 @@ class FoundationModel:
 
 @dataclass(frozen=True)
 class CrossRegionProfile:
-    """A system-defined cross-Region inference profile, ``<geography>.<model_id>``, in this stack's Region."""
+    """A system-defined cross-Region inference profile, ``<geography>.<model_id>``, in this stack's Region.
+
+    :param model_id: the foundation-model id, without a geography prefix.
+    :param geography: the :class:`Geography` whose Regions the profile routes to.
+    """
 
     model_id: str
     geography: Geography
@@ -113,9 +121,11 @@ class CrossRegionProfile:
         return f"{self.geography.value}.{self.model_id}"
 
     def invoke_id(self, scope: Construct) -> str:
+        """The ``modelId`` to call: the profile id."""
         return self.profile_id
 
     def arn(self, scope: Construct) -> str:
+        """The profile's ARN in the Region and account of ``scope``'s stack."""
         stack = Stack.of(scope)
         return f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{self.profile_id}"
 
@@ -155,6 +165,7 @@ class ApplicationProfile:
         _system_source(args, "source", self.source)
 
     def invoke_id(self, scope: Construct) -> str:
+        """The ``modelId`` to call: the application profile's ARN."""
         return self.profile_arn
 
     def _targets(self, scope: Construct) -> list[_Target]:

@@ -425,12 +425,15 @@ class DisaggregatedMonitoring(Construct):
         return self._metric("vllm:time_to_first_token_seconds", role, statistic)
 
     def metric_inter_token_latency(self, *, statistic: str = "Average") -> cw.Metric:
+        """vLLM's ``inter_token_latency_seconds`` of the decode pool (seconds between generated tokens)."""
         return self._metric("vllm:inter_token_latency_seconds", "decode", statistic)
 
     def metric_queue_depth(self, role: Role) -> cw.Metric:
+        """vLLM's ``num_requests_waiting`` of the ``role`` pool (prefill or decode; Maximum)."""
         return self._metric("vllm:num_requests_waiting", role, "Maximum")
 
     def metric_kv_cache_usage(self, role: Role) -> cw.Metric:
+        """vLLM's ``kv_cache_usage_perc`` of the ``role`` pool (0 to 1; Maximum)."""
         return self._metric("vllm:kv_cache_usage_perc", role, "Maximum")
 
     def metric_transfer_failures(self) -> cw.MathExpression:

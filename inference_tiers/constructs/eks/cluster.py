@@ -86,7 +86,13 @@ def public_endpoint_cidrs_setting() -> Any:
 
 @dataclass(frozen=True)
 class AddonVersions:
-    """EKS-managed add-on versions (``aws eks describe-addon-versions --kubernetes-version 1.35``)."""
+    """EKS-managed add-on versions (``aws eks describe-addon-versions --kubernetes-version 1.35``).
+
+    :param vpc_cni: the ``vpc-cni`` build, e.g. ``v1.20.4-eksbuild.1``.
+    :param kube_proxy: the ``kube-proxy`` build.
+    :param coredns: the ``coredns`` build.
+    :param pod_identity_agent: the ``eks-pod-identity-agent`` build.
+    """
 
     vpc_cni: str
     kube_proxy: str

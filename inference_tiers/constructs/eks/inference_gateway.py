@@ -62,7 +62,11 @@ TRIGGER_AUTHENTICATION = "keda-aws"
 
 @dataclass(frozen=True)
 class ServiceBackend:
-    """A plain Service the route sends everything to (vllm-router, which picks the prefill/decode pair)."""
+    """A plain Service the route sends everything to (vllm-router, which picks the prefill/decode pair).
+
+    :param name: the Service's name, in the gateway's namespace.
+    :param port: the Service port the route sends to.
+    """
 
     name: str
     port: int

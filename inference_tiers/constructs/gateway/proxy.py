@@ -121,6 +121,17 @@ class LiteLLMGateway(Construct):
     :param log_retention: retention of the request log group (default one year).
     :param database_capacity: (min, max) Aurora capacity units (default (0.5, 8)).
     :param cache_node_type: Valkey node type (default ``cache.t4g.small``).
+
+    Attributes:
+
+    - ``url`` and ``admin_url``: the API and admin listeners' base URLs; ``connections``: the load balancer's.
+    - ``models``, ``router``: the checked arguments; ``config`` and ``config_text``: the rendered LiteLLM
+      configuration (dict and YAML the container gets).
+    - ``encryption_key``, ``database`` (:class:`GatewayDatabase`), ``cache`` (:class:`GatewayCache`),
+      ``master_key_secret``, ``salt_key_secret``, ``log_group`` (the request log).
+    - ``cluster``, ``task_role``, ``task_definition``, ``container``, ``security_group``, ``service``: the ECS
+      Fargate service and its parts; ``load_balancer`` and ``target_group``; ``migration``: the database
+      migration the service waits for.
     """
 
     def __init__(
@@ -348,11 +359,13 @@ class LiteLLMGateway(Construct):
 
     @property
     def url(self) -> str:
+        """The API listener's base URL (HTTPS on the API port, or HTTP with ``allow_http``)."""
         scheme, port = ("https", API_PORT) if self._https else ("http", HTTP_API_PORT)
         return f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{port}"
 
     @property
     def admin_url(self) -> str:
+        """The admin listener's base URL (``inference-tiers gateway keys --admin-url``)."""
         scheme, port = ("https", ADMIN_PORT) if self._https else ("http", HTTP_ADMIN_PORT)
         return f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{port}"
 

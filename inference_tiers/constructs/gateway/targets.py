@@ -76,6 +76,7 @@ class BedrockTarget:
             args.text("base_model_id", self.base_model_id, allow_token=False)
 
     def render(self, scope: Construct) -> ModelTarget:
+        """The LiteLLM model entry for this target, in the Region of ``scope``'s stack."""
         base = self.base_model_id
         if base is None and isinstance(self.model, ApplicationProfile):
             base = self.model.source.invoke_id(scope)
@@ -88,6 +89,7 @@ class BedrockTarget:
         )
 
     def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` invoke the model only with the guardrail (a ``ModelInvokeAccess`` named ``construct_id``)."""
         # ModelInvokeAccess acknowledges the cross-Region profile's one wildcard (bedrock:*::) itself.
         ModelInvokeAccess(scope, construct_id, grantee=grantee, model=self.model, guardrail=self.guardrail)
 
@@ -115,16 +117,19 @@ class SageMakerTarget:
         )
 
     def render(self, scope: Construct) -> ModelTarget:
+        """The LiteLLM model entry for this endpoint, in the Region of ``scope``'s stack."""
         return SageMakerModel(
             self.name, self.endpoint_name, Stack.of(scope).region, self.inference_component, self.served_model
         )
 
     def endpoint_arn(self, scope: Construct) -> str:
+        """The endpoint's ARN in the Region and account of ``scope``'s stack."""
         # SageMaker lower-cases endpoint names in ARNs.
         name = self.endpoint_name if is_token(self.endpoint_name) else self.endpoint_name.lower()
         return Stack.of(scope).format_arn(service="sagemaker", resource="endpoint", resource_name=name)
 
     def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` invoke the endpoint (``sagemaker:InvokeEndpoint``, streaming included)."""
         # InvokeEndpointWithResponseStream is authorized by sagemaker:InvokeEndpoint (API reference).
         iam.Grant.add_to_principal(
             grantee=grantee, actions=["sagemaker:InvokeEndpoint"], resource_arns=[self.endpoint_arn(scope)]
@@ -135,6 +140,7 @@ class SageMakerTarget:
 class OpenAICompatibleTarget:
     """An OpenAI-compatible server reachable from the gateway's subnets (vllm-router on EKS, tier 4).
 
+    :param name: the model name clients send to the gateway.
     :param base_url: its ``/v1`` base URL, such as ``http://router.internal:30000/v1``.
     :param served_model: the model it serves.
     """
@@ -149,6 +155,7 @@ class OpenAICompatibleTarget:
         OpenAICompatibleModel(self.name, self.base_url, self.served_model)
 
     def render(self, scope: Construct) -> ModelTarget:
+        """The LiteLLM model entry for this server."""
         return OpenAICompatibleModel(self.name, self.base_url, self.served_model)
 
     def grant(self, scope: Construct, construct_id: str, grantee: iam.IGrantable) -> None:

@@ -49,7 +49,12 @@ NODES_READY_TIMEOUT = Duration.hours(2)
 
 @dataclass(frozen=True)
 class HyperPodTaint:
-    """A Kubernetes taint HyperPod puts on every node of an instance group."""
+    """A Kubernetes taint HyperPod puts on every node of an instance group.
+
+    :param key: the taint key, at most 316 characters.
+    :param value: the taint value, at most 63 characters (may be empty).
+    :param effect: ``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``. Default: ``NoSchedule``.
+    """
 
     key: str
     value: str
@@ -64,7 +69,19 @@ class HyperPodTaint:
 
 @dataclass(frozen=True)
 class HyperPodInstanceGroup:
-    """One instance group: ``instance_count`` instances of ``instance_type`` in the cluster's subnet."""
+    """One instance group: ``instance_count`` instances of ``instance_type`` in the cluster's subnet.
+
+    :param name: letters, digits and ``-``, at most 63 characters.
+    :param instance_count: 0 to 256 (a token is accepted).
+    :param threads_per_core: 1 (default) or 2.
+    :param ebs_volume_gb: 1 to 16384. Default: 500.
+    :param deep_health_checks: distinct ``InstanceStress`` / ``InstanceConnectivity`` checks HyperPod runs before
+        a node joins. Default: both; ``()`` for none (required with ``taints``).
+    :param training_plan_arn: a SageMaker training plan to run the group on. Default: none (On-Demand).
+    :param labels: Kubernetes labels put on every node of the group. Default: none.
+    :param taints: :class:`HyperPodTaint` values put on every node; only without deep health checks.
+        Default: none.
+    """
 
     name: str
     instance_type: str

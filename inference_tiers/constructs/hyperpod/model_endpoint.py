@@ -154,7 +154,9 @@ class HyperPodModelEndpoint(Construct):
         )
 
     def metric_invocations(self) -> cloudwatch.Metric:
+        """``Invocations``: requests the SageMaker endpoint in front of the model served."""
         return self.metric("Invocations")
 
     def metric_model_latency(self) -> cloudwatch.Metric:
+        """``ModelLatency`` p90, in microseconds."""
         return self.metric("ModelLatency", statistic="p90")

@@ -51,6 +51,20 @@ class ObservabilityHub(Construct):
     :param alarm_email: subscribe this address to the alert topic. Default: none.
     :param encryption_key: the CMK of the workspace, topic and log group. Default: a new retained key.
     :param grafana: create an Amazon Managed Grafana workspace (needs IAM Identity Center). Default False.
+
+    Attributes:
+
+    - ``thresholds``: the :class:`~inference_tiers.observability.rules.AlertThresholds` in force.
+    - ``encryption_key``: the CMK of the workspace, topic and log group.
+    - ``alert_topic``: the SNS topic Alertmanager sends to.
+    - ``log_group``: the workspace's log group (retained, one year).
+    - ``workspace``: the ``aps.CfnWorkspace`` (retained); ``workspace_arn``, ``prometheus_endpoint`` and
+      ``remote_write_url``: its ARN, query endpoint and remote-write URL.
+    - ``rules_text``: the recording and alerting rules (YAML) that ``rule_groups``, the
+      ``aps.CfnRuleGroupsNamespace``, loads.
+    - ``scrapers``: the ``aps.CfnScraper`` each :meth:`add_eks_scraper` added.
+    - ``grafana_workspace`` and ``grafana_role``: the Grafana workspace and its role when ``grafana`` is True,
+      else None.
     """
 
     def __init__(

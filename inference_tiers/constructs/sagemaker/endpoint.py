@@ -495,21 +495,27 @@ class SageMakerLlmEndpoint(Construct):
         return self.metrics.metric(metric_name, namespace=namespace, statistic=statistic)
 
     def metric_invocations(self) -> cloudwatch.Metric:
+        """Requests served (``EndpointMetrics.invocations``)."""
         return self.metrics.invocations()
 
     def metric_invocation_5xx_error_rate(self) -> cloudwatch.Metric:
+        """The share of requests answered with a server error (``EndpointMetrics.invocation_5xx_error_rate``)."""
         return self.metrics.invocation_5xx_error_rate()
 
     def metric_model_latency(self, statistic: str = "p90") -> cloudwatch.Metric:
+        """Model latency in microseconds, ``statistic`` over the period (``EndpointMetrics.model_latency``)."""
         return self.metrics.model_latency(statistic)
 
     def metric_concurrent_requests(self, statistic: str = "Maximum") -> cloudwatch.Metric:
+        """In-flight requests per copy or model, the scaling signal (``EndpointMetrics.concurrent_requests``)."""
         return self.metrics.concurrent_requests(statistic)
 
     def metric_gpu_utilization(self) -> cloudwatch.Metric:
+        """GPU utilization in percent (``EndpointMetrics.gpu_utilization``)."""
         return self.metrics.gpu_utilization()
 
     def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
+        """GPU memory used in percent (``EndpointMetrics.gpu_memory_utilization``)."""
         return self.metrics.gpu_memory_utilization()
 
     # --- internals ------------------------------------------------------------------------------------------------

@@ -38,7 +38,13 @@ STATISTIC = (
 
 @dataclass(frozen=True)
 class EndpointMetrics:
-    """Builds the CloudWatch metrics of one endpoint variant, or of one inference component on it."""
+    """Builds the CloudWatch metrics of one endpoint variant, or of one inference component on it.
+
+    :param endpoint_name: the endpoint (a token is accepted).
+    :param variant_name: the production variant.
+    :param inference_component_name: the inference component whose metrics to build. Default: none (the
+        variant's).
+    """
 
     endpoint_name: str
     variant_name: str
@@ -98,12 +104,15 @@ class EndpointMetrics:
         )
 
     def invocations(self) -> cloudwatch.Metric:
+        """``Invocations``: requests served."""
         return self.metric("Invocations")
 
     def invocation_4xx_error_rate(self) -> cloudwatch.Metric:
+        """``Invocation4XXErrors`` averaged: the share of requests answered with a client error (0 to 1)."""
         return self.metric("Invocation4XXErrors", statistic="Average")
 
     def invocation_5xx_error_rate(self) -> cloudwatch.Metric:
+        """``Invocation5XXErrors`` averaged: the share of requests answered with a server error (0 to 1)."""
         return self.metric("Invocation5XXErrors", statistic="Average")
 
     def model_latency(self, statistic: str = "p90") -> cloudwatch.Metric:
@@ -119,16 +128,19 @@ class EndpointMetrics:
         return COMPONENTS_NAMESPACE if self.inference_component_name else ENDPOINTS_NAMESPACE
 
     def gpu_utilization(self) -> cloudwatch.Metric:
+        """``GPUUtilizationNormalized``: GPU utilization in percent of all GPUs (Average)."""
         return self.metric(
             "GPUUtilizationNormalized", namespace=self._utilisation_namespace(), statistic="Average"
         )
 
     def gpu_memory_utilization(self) -> cloudwatch.Metric:
+        """``GPUMemoryUtilizationNormalized``: GPU memory used, in percent (Average)."""
         return self.metric(
             "GPUMemoryUtilizationNormalized", namespace=self._utilisation_namespace(), statistic="Average"
         )
 
     def disk_utilization(self) -> cloudwatch.Metric:
+        """``DiskUtilization`` of the variant's instances, in percent (Maximum)."""
         return self.metric(
             "DiskUtilization", namespace=ENDPOINTS_NAMESPACE, statistic="Maximum", per_variant=True
         )

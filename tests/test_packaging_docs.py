@@ -1,0 +1,77 @@
+"""The API reference (tools/build_docs.py, make docs): every public name of inference_tiers.constructs is
+described, the check catches one that is not, the build renders the constructs, and every tier page links to it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pdoc.doc
+import pytest
+
+from tests.harness import PROJECT_ROOT
+from tools import build_docs
+
+UNDOCUMENTED_MODULE = '''
+"""A module whose class forgot things."""
+
+
+class Widget:
+    """A widget.
+
+    :param size: how big.
+    """
+
+    def __init__(self, *, size: int, colour: str) -> None:
+        self.size = size
+
+    def paint(self) -> None:
+        pass
+
+
+def helper() -> None:
+    pass
+'''
+
+
+def test_every_public_name_of_the_constructs_is_described() -> None:
+    assert build_docs.undocumented(pdoc.doc.Module.from_name(build_docs.MODULE)) == []
+
+
+def test_the_check_names_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "widgets_undocumented.py").write_text(UNDOCUMENTED_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        missing = build_docs.undocumented(pdoc.doc.Module.from_name("widgets_undocumented"))
+    finally:
+        sys.modules.pop("widgets_undocumented", None)
+    assert missing == [
+        "widgets_undocumented.Widget: parameter colour is not described (':param colour:')",
+        "widgets_undocumented.Widget.paint: no docstring",
+        "widgets_undocumented.helper: no docstring",
+    ]
+
+
+def test_the_reference_renders_the_constructs(tmp_path: Path) -> None:
+    assert build_docs.main(["build_docs.py", str(tmp_path)]) == 0
+    page = (tmp_path / "inference_tiers" / "constructs.html").read_text(encoding="utf-8")
+    for name in ("LiteLLMGateway", "ObservabilityHub", "SageMakerLlmEndpoint", "KataSandboxNodes"):
+        assert f'id="{name}"' in page
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "bedrock",
+        "sagemaker",
+        "hyperpod",
+        "disaggregated",
+        "gateway",
+        "agent-sandbox",
+        "observability",
+        "inference-gateway",
+    ],
+)
+def test_each_tier_page_links_the_reference(page: str) -> None:
+    doc = (PROJECT_ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
+    assert "(api/inference_tiers/constructs.html" in doc and "make docs" in doc
