@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.harness import TierBuild
-from tests.iam_policy import listed
+from tests.iam_policy import listed, reference_policy
 
 CREATE_LOAD_BALANCER = "elasticloadbalancing:CreateLoadBalancer"
 INTERNAL_ONLY = {"elasticloadbalancing:Scheme": "internal"}
@@ -80,3 +80,15 @@ def test_load_balancers_may_be_created_internal_only(template: Mapping[str, Any]
     # The load-balancer controller's role is the only one allowed to create load balancers, and only internal ones.
     assert len(creating) == 1
     assert creating[0]["Condition"]["StringEquals"] == INTERNAL_ONLY
+
+
+def test_the_operators_managed_policy_creates_no_load_balancer() -> None:
+    """The operator role's AWS managed policy (vendored v3, tests/data/iam_reference) only describes them."""
+    actions = {
+        a
+        for s in reference_policy("AmazonSageMakerHyperPodInferenceAccess-v3")["Statement"]
+        for a in listed(s["Action"])
+    }
+    assert {a for a in actions if a.startswith("elasticloadbalancing:")} == {
+        "elasticloadbalancing:DescribeLoadBalancers"
+    }
