@@ -5,8 +5,9 @@ look-ups the controller performs on every ALB it reconciles), scoped to this acc
 controller's reference policy, limited to resources carrying its ownership tag for every change and deletion of
 load balancers, target groups and security groups. Read-only EC2/ELB/ACM/WAF calls support no resource-level
 permissions. The controller may create internal load balancers only (``elasticloadbalancing:Scheme``), whatever
-scheme an Ingress asks for. Every action of the controller's reference policy at the release the add-on bundles (v2.13.2,
-docs/install/iam_policy.json) is granted: tests/common/test_iam_reference.py checks it against a vendored copy.
+scheme an Ingress asks for. Every action of the controller's reference policy at the release the add-on bundles
+(v2.13.2, docs/install/iam_policy.json) is granted: tests/common/test_iam_reference.py checks it against a
+vendored copy.
 """
 
 from __future__ import annotations
