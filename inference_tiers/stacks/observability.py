@@ -187,6 +187,8 @@ class ObservabilityStack(Stack):
             subnet_ids=subnets.subnet_ids,
             security_group_ids=[eks.cluster_security_group_id],
             cluster_label="disaggregated",
+            # In the hub, as before: this app deploys the disaggregated stack first, and it never uses the hub.
+            scope=self.hub,
         )
 
 

@@ -4,13 +4,14 @@ test says why not in an exceptions map. Karpenter's policy is checked in tests/s
 
 Controllers without a role of the project's are checked facts here, not skips: the AMP managed scraper runs
 under its service-linked role, no tier installs the EBS CSI driver, and the HyperPod inference operator's role
-is the AWS managed policy itself.
+is the AWS managed policy itself (vendored too), plus what the project adds to it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +30,10 @@ from inference_tiers.constructs.hyperpod.inference_operator import (
 from inference_tiers.constructs.observability import ObservabilityHub
 from inference_tiers.k8s.inference_gateway import KEDA_VERSION
 from tests.harness import TierBuild, build_tier
-from tests.iam_policy import assert_covers, listed, missing_grants, reference_policy, role_grants
+from tests.iam_policy import Grant, assert_covers, listed, missing_grants, reference_policy, role_grants
 
 HYPERPOD = "InferenceTiers-HyperPod"
+OPERATOR_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess-v3"
 DISAGGREGATED = "InferenceTiers-Disaggregated"
 EKS_TIERS = ("hyperpod", "disaggregated", "agent-sandbox")
 # tests/inference_gateway/test_stack.py's gateway: the disaggregated tier's own KEDA (CloudWatch triggers).
@@ -181,15 +183,50 @@ def test_operator_role_is_the_managed_policy_within_its_naming_scope(
     """The HyperPod inference add-on's execution role carries the AWS managed policy
     AmazonSageMakerHyperPodInferenceAccess itself (so it is allowed every action the policy grants), plus one
     statement the troubleshooting guide asks for. The policy passes only roles named SageMakerHyperPodInference*
-    and writes only to hyperpod-tls* buckets (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/
-    AmazonSageMakerHyperPodInferenceAccess.html; ../shared/reference/tier3-hyperpod.md, operator role row)."""
+    and writes only to hyperpod-tls* buckets (its vendored v3: AllowPassRoleToSageMaker, S3PutObjectAccess)."""
     operator, template = hyperpod
+    statements = {s["Sid"]: s for s in reference_policy(OPERATOR_MANAGED_POLICY)["Statement"]}
+    (passed_roles,) = listed(statements["AllowPassRoleToSageMaker"]["Resource"])
+    assert fnmatchcase(f"arn:aws:iam::111122223333:role/{OPERATOR_ROLE_PREFIX}-x", passed_roles)
+    assert not fnmatchcase("arn:aws:iam::111122223333:role/Other", passed_roles)
+    (tls_objects,) = listed(statements["S3PutObjectAccess"]["Resource"])
+    assert fnmatchcase(f"arn:aws:s3:::{TLS_BUCKET_PREFIX}x-111122223333-us-west-2/cert.pem", tls_objects)
     role = template["Resources"][_logical_id(operator.operator_role)]["Properties"]
     (arn,) = role["ManagedPolicyArns"]
     assert arn["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"
     assert role["RoleName"].startswith(OPERATOR_ROLE_PREFIX)
     bucket = template["Resources"][_logical_id(operator.tls_bucket)]["Properties"]["BucketName"]
     assert bucket["Fn::Join"][1][0].startswith(TLS_BUCKET_PREFIX)
+
+
+def test_operator_role_adds_to_the_managed_policy_only_what_it_lacks(
+    hyperpod: tuple[HyperPodInferenceOperator, dict[str, Any]],
+) -> None:
+    """The project's own statements on the operator role, checked against the vendored managed policy (v3,
+    tests/data/iam_reference/AmazonSageMakerHyperPodInferenceAccess-v3.json.SOURCE): what they allow beyond it is
+    exactly the documented additions. ec2:CreateNetworkInterfacePermission, granted inline too, is already in the
+    managed policy's EC2NetworkInterfaceActions statement (network-interface/*)."""
+    operator, template = hyperpod
+    # The managed policy names the aws partition; the template's partition is a token (a wildcard here).
+    managed = [
+        Grant(
+            tuple(listed(s["Action"])),
+            tuple(r.replace("arn:aws:", "arn:*:", 1) for r in listed(s["Resource"])),
+        )
+        for s in reference_policy(OPERATOR_MANAGED_POLICY)["Statement"]
+    ]
+    inline = {
+        "Statement": [
+            {"Effect": "Allow", "Action": list(g.actions), "Resource": list(g.resources)}
+            for g in role_grants(template, _logical_id(operator.operator_role))
+        ]
+    }
+    additions = {
+        # SageMaker removes the permission it created on the ALB's VPC interfaces when the registered endpoint
+        # is deleted or updated; the managed policy grants only the Create half (EC2NetworkInterfaceActions).
+        "ec2:DeleteNetworkInterfacePermission": ["arn:*:ec2:*:*:network-interface/*"],
+    }
+    assert missing_grants(inline, managed) == additions
 
 
 def test_amp_scraper_has_no_role_of_the_project(tmp_path: Path) -> None:

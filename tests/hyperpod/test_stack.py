@@ -264,18 +264,6 @@ def test_hyperpod_subnet_in_secondary_cidr_by_az_id(template: Mapping[str, Any])
     ]
 
 
-def test_load_balancer_subnet_tags(template: Mapping[str, Any]) -> None:
-    tags = [
-        {t["Key"]: t["Value"] for t in r["Properties"].get("Tags", [])}
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::EC2::Subnet"
-    ]
-    public = [t for t in tags if t.get("aws-cdk:subnet-type") == "Public"]
-    private = [t for t in tags if t.get("aws-cdk:subnet-type") == "Private"]
-    assert len(public) == 2 and all(t["kubernetes.io/role/elb"] == "1" for t in public)
-    assert len(private) == 2 and all(t["kubernetes.io/role/internal-elb"] == "1" for t in private)
-
-
 def test_public_endpoint_is_opt_in() -> None:
     build = build_tier("hyperpod", **{"hyperpod.public_endpoint_cidrs": "203.0.113.0/24"})
     template = build.template().to_json()
@@ -389,8 +377,11 @@ def test_load_balancer_controller_changes_only_what_it_tagged(template: Mapping[
         if "Condition" not in s and "loadbalancer/*" in json.dumps(s["Resource"])
         for a in s["Action"]
     }
-    assert by_sid["CreateTaggedLoadBalancers"]["Condition"] == {
+    assert by_sid["CreateTaggedTargetGroups"]["Condition"] == {
         "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+    }
+    assert by_sid["CreateTaggedInternalLoadBalancers"]["Condition"]["Null"] == {
+        "aws:RequestTag/elbv2.k8s.aws/cluster": "false"
     }
     assert by_sid["TagSecurityGroupsAtCreation"]["Condition"]["StringEquals"] == {
         "ec2:CreateAction": "CreateSecurityGroup"

@@ -190,10 +190,14 @@ def test_scraper_accepts_deploy_time_ids(tmp_path: Path) -> None:
     assert len(hub.scrapers) == 1
 
 
-def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pass_scope", [False, True], ids=["default", "scope"])
+def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(
+    tmp_path: Path, pass_scope: bool
+) -> None:
     """A foreign app: the hub in one stack, an EksCluster in another whose KEDA role queries the hub. The
-    scraper created in the cluster's stack (``scope=``) keeps the dependency one way; created in the hub's
-    stack it would point back at the cluster's stack (CDK's DependencyCycle)."""
+    scraper is created in the cluster's stack, by default (the cluster ARN refers to that stack's resource) or
+    with ``scope=``, which keeps the dependency one way; created in the hub's stack it would point back at the
+    cluster's stack (CDK's DependencyCycle)."""
     from inference_tiers.constructs.eks.cluster import EksCluster
 
     app = cdk.App(outdir=str(tmp_path), context={"aws:cdk:bundling-stacks": []})
@@ -212,7 +216,7 @@ def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(tmp_
         subnet_ids=subnets.subnet_ids,
         security_group_ids=[eks.cluster_security_group_id],
         cluster_label="inference",
-        scope=eks,
+        **({"scope": eks} if pass_scope else {}),
     )
     assembly = app.synth()
     assert cdk.Stack.of(scraper) is cluster_stack and hub.scrapers == [scraper]
@@ -222,6 +226,17 @@ def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(tmp_
     (resource,) = (r for r in template["Resources"].values() if r["Type"] == "AWS::APS::Scraper")
     destination = resource["Properties"]["Destination"]["AmpConfiguration"]["WorkspaceArn"]
     assert "Fn::ImportValue" in destination  # the hub's workspace, read from the cluster's stack
+
+
+def test_scraper_of_a_cluster_in_the_hubs_own_stack_stays_in_the_hub(tmp_path: Path) -> None:
+    """A cluster ARN that refers to a resource of the hub's own stack keeps the default: the hub."""
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    cluster = cdk.CfnParameter(stack, "Cluster").value_as_string
+    scraper = hub.add_eks_scraper(
+        "Scraper", cluster_arn=cluster, subnet_ids=SUBNETS, security_group_ids=GROUPS, cluster_label="c"
+    )
+    assert scraper.node.scope is hub
 
 
 def test_scraper_id_already_used_in_its_scope_is_refused_by_name(tmp_path: Path) -> None:
@@ -253,8 +268,10 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     other = cdk.Stack(app, "Other", env=env)
     vpc = ec2.Vpc(other, "Vpc", max_azs=3)
     manifests: list[tuple[str, tuple[Any, ...]]] = []
+    # A reference to the other stack, as eks.cluster.cluster_arn is: the tier still keeps the scraper in its hub.
+    cluster_arn = cdk.CfnParameter(other, "ClusterArn").value_as_string
     cluster = SimpleNamespace(
-        cluster_arn=CLUSTER, add_manifest=lambda name, *docs: manifests.append((name, docs))
+        cluster_arn=cluster_arn, add_manifest=lambda name, *docs: manifests.append((name, docs))
     )
     task = ecs.FargateTaskDefinition(other, "Task")
     task.add_container("Proxy", image=ecs.ContainerImage.from_registry("example/litellm:1.0"))
@@ -270,8 +287,9 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]
     stack = ObservabilityStack(app, "Obs", settings=settings, disaggregated=other, gateway=other, env=env)
     (scraper,) = stack.hub.scrapers
+    assert scraper.node.scope is stack.hub
     source = stack.resolve(scraper.source)["eksConfiguration"]
-    assert source["clusterArn"] == CLUSTER
+    assert source["clusterArn"] == other.resolve(cluster_arn)
     assert source["securityGroupIds"] == ["sg-0123456789abcdef0"]
     assert len(source["subnetIds"]) == 3  # one private subnet per AZ
     assert manifests == [("AmpScraperRbac", tuple(scraper_rbac()))]

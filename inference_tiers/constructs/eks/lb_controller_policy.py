@@ -4,8 +4,10 @@ Written for this project from the controller's documented needs (ELBv2, its secu
 look-ups the controller performs on every ALB it reconciles), scoped to this account and region, and, like the
 controller's reference policy, limited to resources carrying its ownership tag for every change and deletion of
 load balancers, target groups and security groups. Read-only EC2/ELB/ACM/WAF calls support no resource-level
-permissions. Every action of the controller's reference policy at the release the add-on bundles (v2.13.2,
-docs/install/iam_policy.json) is granted: tests/common/test_iam_reference.py checks it against a vendored copy.
+permissions. The controller may create internal load balancers only (``elasticloadbalancing:Scheme``), whatever
+scheme an Ingress asks for. Every action of the controller's reference policy at the release the add-on bundles
+(v2.13.2, docs/install/iam_policy.json) is granted: tests/common/test_iam_reference.py checks it against a
+vendored copy.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ _TAGGED_AT_CREATION = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "false"}}
 _ALREADY_TAGGED = {"Null": {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
 # Tag changes on the controller's own resources, never removing or forging the ownership tag itself.
 _RETAGGED = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+
+# Internal load balancers only: the ELB condition key elasticloadbalancing:Scheme (AWS What's New, 2023-11-13,
+# "AWS Elastic Load Balancing IAM condition keys"; Service Authorization Reference, list_awselasticloadbalancing)
+# carries the requested scheme. The controller always sends one (aws-load-balancer-controller v2.13.2,
+# pkg/deploy/elbv2/load_balancer_manager.go:331), and a request without it, which the ELB API would make
+# internet-facing, does not match StringEquals either: whatever an Ingress asks, no internet-facing load balancer.
+_INTERNAL_ONLY = {"StringEquals": {"elasticloadbalancing:Scheme": "internal"}}
 
 _CREATE_TAGGED_LOAD_BALANCERS = [
     "elasticloadbalancing:CreateLoadBalancer",
@@ -130,9 +139,15 @@ def load_balancer_controller_statements() -> list[iam.PolicyStatement]:
             conditions={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
         ),
         iam.PolicyStatement(
-            sid="CreateTaggedLoadBalancers",
-            actions=_CREATE_TAGGED_LOAD_BALANCERS,
-            resources=load_balancers,
+            sid="CreateTaggedInternalLoadBalancers",
+            actions=["elasticloadbalancing:CreateLoadBalancer"],
+            resources=[f"{elb}:loadbalancer/*"],
+            conditions={**_INTERNAL_ONLY, **_TAGGED_AT_CREATION},
+        ),
+        iam.PolicyStatement(
+            sid="CreateTaggedTargetGroups",
+            actions=["elasticloadbalancing:CreateTargetGroup"],
+            resources=[f"{elb}:targetgroup/*"],
             conditions=_TAGGED_AT_CREATION,
         ),
         iam.PolicyStatement(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 
 import jsii
-from aws_cdk import CfnTag
+from aws_cdk import CfnTag, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -21,7 +21,9 @@ from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.instance_types import find_gpu_instance_type
 from inference_tiers.validation import Args, is_token
 
-# Tags the AWS Load Balancer Controller (bundled in the inference add-on) uses to find subnets.
+# The tags the AWS Load Balancer Controller (bundled in the inference add-on) discovers subnets by, for internal
+# and for internet-facing load balancers (aws-load-balancer-controller v2.13.2, pkg/networking/subnet_resolver.go
+# lines 22-23). The second is on no subnet (see the class docstring).
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
 _AWS_RESERVED_IPS_PER_SUBNET = 5
@@ -41,13 +43,20 @@ def hyperpod_ips_per_instance(instance_type: str) -> int:
 
 @jsii.implements(ec2.IConnectable)
 class HyperPodNetwork(Construct):
-    """VPC, HyperPod subnet, S3 gateway endpoint, load-balancer subnet tags and the EFA security group.
+    """VPC, HyperPod subnet, S3 gateway endpoint, internal load-balancer subnet tags and the EFA security group.
 
-    Creates a VPC (public and private subnets in two AZs for the EKS control plane and load balancers, one NAT
-    gateway, flow logs), adds ``hyperpod_subnet_cidr`` as a secondary CIDR block and one private subnet in
+    Creates a VPC (public and private subnets in two AZs for the EKS control plane and internal load balancers,
+    one NAT gateway, flow logs), adds ``hyperpod_subnet_cidr`` as a secondary CIDR block and one private subnet in
     ``availability_zone_id`` routed through the NAT gateway, an S3 gateway endpoint on every private route table
     (lifecycle scripts, model weights and the operator's CA certificate come from S3), and a security group that
     allows all traffic to and from itself (EFA requires the self-referencing egress rule).
+
+    Only the private subnets carry a load-balancer role tag (``kubernetes.io/role/internal-elb``); the public
+    ones (NAT gateways) carry none, not even the one ``aws_eks.Cluster`` adds, so the load-balancer controller's
+    subnet discovery for an internet-facing scheme finds no tagged subnet. Its fallback (discovery by a route to
+    an internet gateway, on by default) would still pick the public subnets, so the guarantee that no
+    internet-facing load balancer is built lies in the controller's IAM role (``lb_controller_policy``), which
+    may create internal load balancers only.
     """
 
     def __init__(
@@ -158,7 +167,8 @@ class HyperPodNetwork(Construct):
         for subnet in self.vpc.private_subnets:
             _tag_subnet(subnet, INTERNAL_ELB_TAG)
         for subnet in self.vpc.public_subnets:
-            _tag_subnet(subnet, PUBLIC_ELB_TAG)
+            # aws-eks's Cluster tags every public subnet of its VPC with it; a removal outranks that tag.
+            Tags.of(subnet).remove(PUBLIC_ELB_TAG)
 
         self.security_group = ec2.SecurityGroup(
             self,

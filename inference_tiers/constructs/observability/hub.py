@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Aws, Fn, Names, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, Fn, Names, Reference, RemovalPolicy, Stack, Tokenization
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_grafana as grafana
@@ -201,14 +201,19 @@ class ObservabilityHub(Construct):
         :param security_group_ids: 1 to 5 groups of the scraper's ENIs; they must reach the pods' metrics ports
             (the EKS cluster security group does, for nodes that carry it).
         :param cluster_label: the ``cluster`` label every scraped series gets.
-        :param scope: where the scraper is created. Default: this hub. With the hub and the cluster in different
-            stacks, pass a construct of the cluster's stack (the ``EksCluster``, say): the scraper then reads the
-            hub's workspace from there, so that stack depends on the hub's and nothing points back, even when the
-            cluster's stack also uses the hub (a KEDA role with :meth:`grant_query`).
+        :param scope: where the scraper is created. Default: the stack of the cluster when ``cluster_arn`` refers
+            to a resource of another stack than this hub's (``eks.cluster.cluster_arn``), else this hub. In the
+            cluster's stack the scraper reads the hub's workspace from there, so that stack depends on the hub's
+            and nothing points back, even when the cluster's stack also uses the hub (a KEDA role with
+            :meth:`grant_query`); created in the hub's stack it would make CDK's ``DependencyCycle``.
         """
         args = Args("ObservabilityHub.add_eks_scraper")
         args.text("construct_id", construct_id, pattern=r"[A-Za-z][A-Za-z0-9]{0,63}", allow_token=False)
-        owner: Construct = self if scope is None else args.instance("scope", scope, Construct, "a construct")
+        owner: Construct = (
+            _stack_of_foreign_reference(cluster_arn, self) or self
+            if scope is None
+            else args.instance("scope", scope, Construct, "a construct")
+        )
         if owner.node.try_find_child(construct_id) is not None:
             raise args.error("construct_id", construct_id, f"an id not yet used under {owner.node.path}")
         args.text("cluster_arn", cluster_arn, pattern=_CLUSTER_ARN, description="an EKS cluster ARN")
@@ -395,3 +400,12 @@ class ObservabilityHub(Construct):
         )
         self.grafana_role = role
         return workspace
+
+
+def _stack_of_foreign_reference(value: str, here: Construct) -> Stack | None:
+    """The stack of the resource ``value`` refers to (a ``Ref``/``GetAtt`` token), when not ``here``'s stack."""
+    token = Tokenization.reverse_string(value).first_token
+    if not isinstance(token, Reference):
+        return None
+    stack = Stack.of(token.target)
+    return None if stack is Stack.of(here) else stack
