@@ -2,48 +2,55 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aws_cdk import Aspects, Stack, Tags
 from constructs import Construct
 
-from inference_tiers.config import AppConfig, parse_config, tier_defaults
-from inference_tiers.constructs.common.checkov import FrameworkFunctionSkips
-from inference_tiers.stacks import (
-    agent_sandbox,
-    bedrock,
-    disaggregated,
-    gateway,
-    hyperpod,
-    observability,
-    sagemaker,
+from inference_tiers.config import (
+    TIER_KEY,
+    TIER_ORDER,
+    AppConfig,
+    parse_config,
+    parse_tier_selection,
+    tier_defaults,
 )
+from inference_tiers.constructs.common.checkov import FrameworkFunctionSkips
 from inference_tiers.tier import Tier
 
-# Every tier this build provides, in TIER_ORDER (each tier module defines TIER).
-TIERS: Mapping[str, Tier] = {
-    tier.spec.name: tier
-    for tier in (
-        bedrock.TIER,
-        sagemaker.TIER,
-        hyperpod.TIER,
-        disaggregated.TIER,
-        gateway.TIER,
-        agent_sandbox.TIER,
-        observability.TIER,
-    )
-}
+
+class TierRegistry(Mapping[str, Tier]):
+    """Every tier this build provides, in TIER_ORDER. A tier's module (``inference_tiers.stacks.<tier>``, which
+    defines ``TIER``) is imported when the tier is looked up, so a synth of one tier loads only the constructs that
+    tier uses."""
+
+    def __getitem__(self, name: str) -> Tier:
+        if name not in TIER_ORDER:
+            raise KeyError(name)
+        tier: Tier = importlib.import_module(f"inference_tiers.stacks.{name.replace('-', '_')}").TIER
+        return tier
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TIER_ORDER)
+
+    def __len__(self) -> int:
+        return len(TIER_ORDER)
+
+
+TIERS: Mapping[str, Tier] = TierRegistry()
 
 
 def parse_app_config(context: Mapping[str, Any]) -> AppConfig:
     """Parse and validate the CDK context (``app.node.get_all_context()``) for the tiers this build has.
 
-    Keys the context does not set take the package's defaults (:func:`~inference_tiers.config.tier_defaults`)."""
-    specs = [tier.spec for tier in TIERS.values()]
-    known = {key for spec in specs for key in spec.context_keys()}
-    defaults = {key: value for key, value in tier_defaults().items() if key in known}
-    return parse_config({**defaults, **context}, specs)
+    Keys the context does not set take the package's defaults (:func:`~inference_tiers.config.tier_defaults`), which
+    also name every tier's keys: a key of a tier that is not selected is checked against them without importing
+    that tier."""
+    defaults = tier_defaults()
+    selected = parse_tier_selection(context.get(TIER_KEY), list(TIERS))
+    return parse_config({**defaults, **context}, [TIERS[name].spec for name in selected], defaults.keys())
 
 
 def build_app(app: Construct, config: AppConfig) -> list[Stack]:

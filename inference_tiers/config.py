@@ -17,7 +17,7 @@ import dataclasses
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal, Protocol, TypeVar
@@ -400,14 +400,17 @@ def parse_settings(spec: TierSpec, context: Mapping[str, Any]) -> Any:
     return spec.settings(**values)
 
 
-def parse_config(context: Mapping[str, Any], specs: Sequence[TierSpec]) -> AppConfig:
+def parse_config(
+    context: Mapping[str, Any], specs: Sequence[TierSpec], other_keys: Collection[str] = ()
+) -> AppConfig:
     """Parse the whole context: reject unknown keys, parse the selected tiers' settings.
 
     Settings of tiers that are not selected are still checked for unknown keys but are not parsed, so a
-    half-configured tier never blocks deploying another one.
+    half-configured tier never blocks deploying another one. ``other_keys``: the keys of tiers whose specs are
+    not given (not imported), known all the same.
     """
     by_name = {spec.name: spec for spec in specs}
-    known = {TIER_KEY} | {key for spec in specs for key in spec.context_keys()}
+    known = {TIER_KEY} | {key for spec in specs for key in spec.context_keys()} | set(other_keys)
     unknown = sorted(k for k in context if k not in known and not is_cdk_owned_key(k))
     for key in unknown:
         tier = key.split(".", 1)[0]

@@ -43,3 +43,50 @@ def test_a_wrong_context_value_ends_synth_with_its_message_only(
     assert result.returncode == 1
     assert result.stderr.startswith(f"inference-tiers: {message}"), result.stderr
     assert "Traceback" not in result.stderr
+
+
+# What the app imports for one tier: its own stack module and the constructs it uses, never another tier's. Run in
+# a fresh interpreter, so modules the test process already loaded do not count.
+_IMPORTED_FOR_ONE_TIER = """
+import sys
+from inference_tiers.app_factory import parse_app_config
+parse_app_config({"tier": sys.argv[1], "hyperpod.instance_type": "ml.g5.48xlarge"})
+print("\\n".join(m for m in sys.modules if m.startswith("inference_tiers.")))
+"""
+
+
+@pytest.mark.parametrize(
+    ("tier", "not_imported"),
+    [
+        (
+            "bedrock",
+            ["stacks.sagemaker", "stacks.hyperpod", "stacks.gateway", "constructs.eks", "constructs.sandbox"],
+        ),
+        (
+            "sagemaker",
+            ["stacks.bedrock", "stacks.disaggregated", "constructs.hyperpod", "constructs.gateway"],
+        ),
+    ],
+)
+def test_parsing_one_tier_imports_only_that_tier(tier: str, not_imported: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_FOR_ONE_TIER, tier],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = set(result.stdout.split())
+    assert f"inference_tiers.stacks.{tier}" in modules
+    assert not {f"inference_tiers.{name}" for name in not_imported} & modules
+
+
+def test_a_key_of_a_tier_not_selected_is_still_checked_without_importing_it() -> None:
+    from inference_tiers.app_factory import parse_app_config
+    from inference_tiers.config import ConfigError
+
+    config = parse_app_config({"tier": "bedrock", "hyperpod.instance_type": "ml.p5.48xlarge"})
+    assert config.tiers == ("bedrock",)
+    with pytest.raises(ConfigError, match=r"context key 'hyperpod.instance_typ'.*hyperpod.instance_type"):
+        parse_app_config({"tier": "bedrock", "hyperpod.instance_typ": "ml.p5.48xlarge"})

@@ -2,151 +2,287 @@
 
 One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
 ``sandbox``, ``observability``, ``common``);
-every public name is re-exported here as well.
+every public name is re-exported here as well. A name is imported from its subpackage when it is first used
+(PEP 562), so an app that uses one area does not load the constructs of every other one.
 """
 
-from inference_tiers.constructs.bedrock import (
-    ApplicationInferenceProfile,
-    ApplicationProfile,
-    AutomatedReasoning,
-    BedrockMonitoring,
-    ContentFilter,
-    ContentFilterType,
-    ContextualGrounding,
-    CrossRegionProfile,
-    DeniedTopic,
-    FilterStrength,
-    FoundationModel,
-    Geography,
-    Guardrail,
-    GuardrailAction,
-    GuardrailTier,
-    IGuardrail,
-    ImportedGuardrail,
-    Modality,
-    ModelInvocationLogging,
-    ModelInvokeAccess,
-    PiiAction,
-    PiiEntity,
-    PiiEntityType,
-    RegexFilter,
-    WordFilter,
-    invoke_statements,
-)
-from inference_tiers.constructs.disaggregated import (
-    DisaggregatedMonitoring,
-    DisaggregatedServing,
-)
-from inference_tiers.constructs.eks import (
-    AddonVersions,
-    ClusterExporters,
-    EfaNodeGroup,
-    EksCluster,
-    GpuDevicePlugins,
-    InferenceGateway,
-    ServiceBackend,
-)
-from inference_tiers.constructs.gateway import (
-    BedrockTarget,
-    GatewayCache,
-    GatewayDatabase,
-    GatewayMonitoring,
-    IVersionedGuardrail,
-    LiteLLMGateway,
-    OpenAICompatibleTarget,
-    SageMakerTarget,
-)
-from inference_tiers.constructs.hyperpod import (
-    HyperPodCluster,
-    HyperPodDependencyChart,
-    HyperPodInferenceOperator,
-    HyperPodInstanceGroup,
-    HyperPodKvCacheStore,
-    HyperPodModelEndpoint,
-    HyperPodNetwork,
-    HyperPodObservability,
-    HyperPodTaint,
-)
-from inference_tiers.constructs.observability import ObservabilityHub
-from inference_tiers.constructs.sagemaker import (
-    AlarmThresholds,
-    EndpointMetrics,
-    ModelWeights,
-    SageMakerLlmEndpoint,
-    ScalingOptions,
-)
-from inference_tiers.constructs.sandbox import (
-    AgentSandboxController,
-    Karpenter,
-    KataSandboxNodes,
-    PodIdentityRole,
-    SandboxIsolation,
-    SandboxTenant,
-)
+from __future__ import annotations
 
-__all__ = [
-    "AddonVersions",
-    "ClusterExporters",
-    "AgentSandboxController",
-    "AlarmThresholds",
-    "ApplicationInferenceProfile",
-    "ApplicationProfile",
-    "AutomatedReasoning",
-    "BedrockMonitoring",
-    "BedrockTarget",
-    "ContentFilter",
-    "ContentFilterType",
-    "ContextualGrounding",
-    "CrossRegionProfile",
-    "DeniedTopic",
-    "DisaggregatedMonitoring",
-    "DisaggregatedServing",
-    "EfaNodeGroup",
-    "EksCluster",
-    "EndpointMetrics",
-    "FilterStrength",
-    "FoundationModel",
-    "GatewayCache",
-    "GatewayDatabase",
-    "GatewayMonitoring",
-    "Geography",
-    "GpuDevicePlugins",
-    "InferenceGateway",
-    "Guardrail",
-    "GuardrailAction",
-    "GuardrailTier",
-    "HyperPodCluster",
-    "HyperPodDependencyChart",
-    "HyperPodInferenceOperator",
-    "HyperPodInstanceGroup",
-    "HyperPodKvCacheStore",
-    "HyperPodModelEndpoint",
-    "HyperPodNetwork",
-    "HyperPodObservability",
-    "HyperPodTaint",
-    "IGuardrail",
-    "IVersionedGuardrail",
-    "ImportedGuardrail",
-    "Karpenter",
-    "KataSandboxNodes",
-    "LiteLLMGateway",
-    "Modality",
-    "ModelInvocationLogging",
-    "ModelInvokeAccess",
-    "ModelWeights",
-    "ObservabilityHub",
-    "OpenAICompatibleTarget",
-    "PiiAction",
-    "PiiEntity",
-    "PiiEntityType",
-    "PodIdentityRole",
-    "RegexFilter",
-    "SageMakerLlmEndpoint",
-    "SageMakerTarget",
-    "SandboxIsolation",
-    "SandboxTenant",
-    "ScalingOptions",
-    "ServiceBackend",
-    "WordFilter",
-    "invoke_statements",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inference_tiers.constructs.bedrock import (
+        ApplicationInferenceProfile as ApplicationInferenceProfile,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ApplicationProfile as ApplicationProfile,
+    )
+    from inference_tiers.constructs.bedrock import (
+        AutomatedReasoning as AutomatedReasoning,
+    )
+    from inference_tiers.constructs.bedrock import (
+        BedrockMonitoring as BedrockMonitoring,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ContentFilter as ContentFilter,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ContentFilterType as ContentFilterType,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ContextualGrounding as ContextualGrounding,
+    )
+    from inference_tiers.constructs.bedrock import (
+        CrossRegionProfile as CrossRegionProfile,
+    )
+    from inference_tiers.constructs.bedrock import (
+        DeniedTopic as DeniedTopic,
+    )
+    from inference_tiers.constructs.bedrock import (
+        FilterStrength as FilterStrength,
+    )
+    from inference_tiers.constructs.bedrock import (
+        FoundationModel as FoundationModel,
+    )
+    from inference_tiers.constructs.bedrock import (
+        Geography as Geography,
+    )
+    from inference_tiers.constructs.bedrock import (
+        Guardrail as Guardrail,
+    )
+    from inference_tiers.constructs.bedrock import (
+        GuardrailAction as GuardrailAction,
+    )
+    from inference_tiers.constructs.bedrock import (
+        GuardrailTier as GuardrailTier,
+    )
+    from inference_tiers.constructs.bedrock import (
+        IGuardrail as IGuardrail,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ImportedGuardrail as ImportedGuardrail,
+    )
+    from inference_tiers.constructs.bedrock import (
+        Modality as Modality,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ModelInvocationLogging as ModelInvocationLogging,
+    )
+    from inference_tiers.constructs.bedrock import (
+        ModelInvokeAccess as ModelInvokeAccess,
+    )
+    from inference_tiers.constructs.bedrock import (
+        PiiAction as PiiAction,
+    )
+    from inference_tiers.constructs.bedrock import (
+        PiiEntity as PiiEntity,
+    )
+    from inference_tiers.constructs.bedrock import (
+        PiiEntityType as PiiEntityType,
+    )
+    from inference_tiers.constructs.bedrock import (
+        RegexFilter as RegexFilter,
+    )
+    from inference_tiers.constructs.bedrock import (
+        WordFilter as WordFilter,
+    )
+    from inference_tiers.constructs.bedrock import (
+        invoke_statements as invoke_statements,
+    )
+    from inference_tiers.constructs.disaggregated import (
+        DisaggregatedMonitoring as DisaggregatedMonitoring,
+    )
+    from inference_tiers.constructs.disaggregated import (
+        DisaggregatedServing as DisaggregatedServing,
+    )
+    from inference_tiers.constructs.eks import (
+        AddonVersions as AddonVersions,
+    )
+    from inference_tiers.constructs.eks import (
+        ClusterExporters as ClusterExporters,
+    )
+    from inference_tiers.constructs.eks import (
+        EfaNodeGroup as EfaNodeGroup,
+    )
+    from inference_tiers.constructs.eks import (
+        EksCluster as EksCluster,
+    )
+    from inference_tiers.constructs.eks import (
+        GpuDevicePlugins as GpuDevicePlugins,
+    )
+    from inference_tiers.constructs.eks import (
+        InferenceGateway as InferenceGateway,
+    )
+    from inference_tiers.constructs.eks import (
+        ServiceBackend as ServiceBackend,
+    )
+    from inference_tiers.constructs.gateway import (
+        BedrockTarget as BedrockTarget,
+    )
+    from inference_tiers.constructs.gateway import (
+        GatewayCache as GatewayCache,
+    )
+    from inference_tiers.constructs.gateway import (
+        GatewayDatabase as GatewayDatabase,
+    )
+    from inference_tiers.constructs.gateway import (
+        GatewayMonitoring as GatewayMonitoring,
+    )
+    from inference_tiers.constructs.gateway import (
+        IVersionedGuardrail as IVersionedGuardrail,
+    )
+    from inference_tiers.constructs.gateway import (
+        LiteLLMGateway as LiteLLMGateway,
+    )
+    from inference_tiers.constructs.gateway import (
+        OpenAICompatibleTarget as OpenAICompatibleTarget,
+    )
+    from inference_tiers.constructs.gateway import (
+        SageMakerTarget as SageMakerTarget,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodCluster as HyperPodCluster,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodDependencyChart as HyperPodDependencyChart,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodInferenceOperator as HyperPodInferenceOperator,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodInstanceGroup as HyperPodInstanceGroup,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodKvCacheStore as HyperPodKvCacheStore,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodModelEndpoint as HyperPodModelEndpoint,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodNetwork as HyperPodNetwork,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodObservability as HyperPodObservability,
+    )
+    from inference_tiers.constructs.hyperpod import (
+        HyperPodTaint as HyperPodTaint,
+    )
+    from inference_tiers.constructs.observability import (
+        ObservabilityHub as ObservabilityHub,
+    )
+    from inference_tiers.constructs.sagemaker import (
+        AlarmThresholds as AlarmThresholds,
+    )
+    from inference_tiers.constructs.sagemaker import (
+        EndpointMetrics as EndpointMetrics,
+    )
+    from inference_tiers.constructs.sagemaker import (
+        ModelWeights as ModelWeights,
+    )
+    from inference_tiers.constructs.sagemaker import (
+        SageMakerLlmEndpoint as SageMakerLlmEndpoint,
+    )
+    from inference_tiers.constructs.sagemaker import (
+        ScalingOptions as ScalingOptions,
+    )
+    from inference_tiers.constructs.sandbox import (
+        AgentSandboxController as AgentSandboxController,
+    )
+    from inference_tiers.constructs.sandbox import (
+        Karpenter as Karpenter,
+    )
+    from inference_tiers.constructs.sandbox import (
+        KataSandboxNodes as KataSandboxNodes,
+    )
+    from inference_tiers.constructs.sandbox import (
+        PodIdentityRole as PodIdentityRole,
+    )
+    from inference_tiers.constructs.sandbox import (
+        SandboxIsolation as SandboxIsolation,
+    )
+    from inference_tiers.constructs.sandbox import (
+        SandboxTenant as SandboxTenant,
+    )
+
+# public name -> the subpackage that defines it
+_SUBPACKAGE: dict[str, str] = {
+    "ApplicationInferenceProfile": "inference_tiers.constructs.bedrock",
+    "ApplicationProfile": "inference_tiers.constructs.bedrock",
+    "AutomatedReasoning": "inference_tiers.constructs.bedrock",
+    "BedrockMonitoring": "inference_tiers.constructs.bedrock",
+    "ContentFilter": "inference_tiers.constructs.bedrock",
+    "ContentFilterType": "inference_tiers.constructs.bedrock",
+    "ContextualGrounding": "inference_tiers.constructs.bedrock",
+    "CrossRegionProfile": "inference_tiers.constructs.bedrock",
+    "DeniedTopic": "inference_tiers.constructs.bedrock",
+    "FilterStrength": "inference_tiers.constructs.bedrock",
+    "FoundationModel": "inference_tiers.constructs.bedrock",
+    "Geography": "inference_tiers.constructs.bedrock",
+    "Guardrail": "inference_tiers.constructs.bedrock",
+    "GuardrailAction": "inference_tiers.constructs.bedrock",
+    "GuardrailTier": "inference_tiers.constructs.bedrock",
+    "IGuardrail": "inference_tiers.constructs.bedrock",
+    "ImportedGuardrail": "inference_tiers.constructs.bedrock",
+    "Modality": "inference_tiers.constructs.bedrock",
+    "ModelInvocationLogging": "inference_tiers.constructs.bedrock",
+    "ModelInvokeAccess": "inference_tiers.constructs.bedrock",
+    "PiiAction": "inference_tiers.constructs.bedrock",
+    "PiiEntity": "inference_tiers.constructs.bedrock",
+    "PiiEntityType": "inference_tiers.constructs.bedrock",
+    "RegexFilter": "inference_tiers.constructs.bedrock",
+    "WordFilter": "inference_tiers.constructs.bedrock",
+    "invoke_statements": "inference_tiers.constructs.bedrock",
+    "DisaggregatedMonitoring": "inference_tiers.constructs.disaggregated",
+    "DisaggregatedServing": "inference_tiers.constructs.disaggregated",
+    "AddonVersions": "inference_tiers.constructs.eks",
+    "ClusterExporters": "inference_tiers.constructs.eks",
+    "EfaNodeGroup": "inference_tiers.constructs.eks",
+    "EksCluster": "inference_tiers.constructs.eks",
+    "GpuDevicePlugins": "inference_tiers.constructs.eks",
+    "InferenceGateway": "inference_tiers.constructs.eks",
+    "ServiceBackend": "inference_tiers.constructs.eks",
+    "BedrockTarget": "inference_tiers.constructs.gateway",
+    "GatewayCache": "inference_tiers.constructs.gateway",
+    "GatewayDatabase": "inference_tiers.constructs.gateway",
+    "GatewayMonitoring": "inference_tiers.constructs.gateway",
+    "IVersionedGuardrail": "inference_tiers.constructs.gateway",
+    "LiteLLMGateway": "inference_tiers.constructs.gateway",
+    "OpenAICompatibleTarget": "inference_tiers.constructs.gateway",
+    "SageMakerTarget": "inference_tiers.constructs.gateway",
+    "HyperPodCluster": "inference_tiers.constructs.hyperpod",
+    "HyperPodDependencyChart": "inference_tiers.constructs.hyperpod",
+    "HyperPodInferenceOperator": "inference_tiers.constructs.hyperpod",
+    "HyperPodInstanceGroup": "inference_tiers.constructs.hyperpod",
+    "HyperPodKvCacheStore": "inference_tiers.constructs.hyperpod",
+    "HyperPodModelEndpoint": "inference_tiers.constructs.hyperpod",
+    "HyperPodNetwork": "inference_tiers.constructs.hyperpod",
+    "HyperPodObservability": "inference_tiers.constructs.hyperpod",
+    "HyperPodTaint": "inference_tiers.constructs.hyperpod",
+    "ObservabilityHub": "inference_tiers.constructs.observability",
+    "AlarmThresholds": "inference_tiers.constructs.sagemaker",
+    "EndpointMetrics": "inference_tiers.constructs.sagemaker",
+    "ModelWeights": "inference_tiers.constructs.sagemaker",
+    "SageMakerLlmEndpoint": "inference_tiers.constructs.sagemaker",
+    "ScalingOptions": "inference_tiers.constructs.sagemaker",
+    "AgentSandboxController": "inference_tiers.constructs.sandbox",
+    "Karpenter": "inference_tiers.constructs.sandbox",
+    "KataSandboxNodes": "inference_tiers.constructs.sandbox",
+    "PodIdentityRole": "inference_tiers.constructs.sandbox",
+    "SandboxIsolation": "inference_tiers.constructs.sandbox",
+    "SandboxTenant": "inference_tiers.constructs.sandbox",
+}
+
+__all__ = sorted(_SUBPACKAGE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SUBPACKAGE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SUBPACKAGE[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SUBPACKAGE])
