@@ -1,15 +1,17 @@
 """Two real proxies share one real Redis (Debian's redis-server, TLS and AUTH on loopback, as ElastiCache /
 Valkey in non-cluster mode requires) with the rendered Redis settings: a cooldown one proxy sets holds on the
-other, and a budget is enforced across both. Without Redis (neither the rendered settings nor the REDIS_*
-environment) both fail: each proxy then counts alone (checked by hand while writing them)."""
+other, a budget is enforced across both, and so is a rate limit (gateway.requests_per_minute). Without Redis
+(neither the rendered settings nor the REDIS_* environment) all three fail: each proxy then counts alone
+(checked by hand while writing them)."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ REDIS_PASSWORD = "redis-auth-token-0123456789"
 ALLOWED_FAILS = 2
 # 5 prompt + 2 completion tokens per stub reply at 0.001 each: 0.007 per call, so the third call spends it.
 BUDGET = 0.02
+RATE_LIMIT = 5
 
 
 @dataclass
@@ -183,10 +186,19 @@ def config(stub: StubBackend) -> dict[str, Any]:
     return rendered
 
 
-@pytest.fixture(scope="module")
-def proxies(
-    tmp_path_factory: pytest.TempPathFactory,
+def limited_config(stub: StubBackend) -> dict[str, Any]:
+    return render_config(
+        [OpenAICompatibleModel("limited", f"{stub.url}/v1", "served-limited")],
+        router=RouterOptions(requests_per_minute={"limited": RATE_LIMIT}),
+        features=ProxyFeatures(database=False, redis=True),
+    )
+
+
+@contextlib.contextmanager
+def two_proxies(
+    render: Callable[[StubBackend], dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    """Two proxies with ``render``'s configuration, sharing one Redis."""
     with StubBackend() as stub, run_redis(tmp_path_factory.mktemp("redis")) as redis:
         # What LiteLLMGateway gives the container (constructs/gateway/proxy.py): host, port, AUTH token, TLS on;
         # plus the test CA (ElastiCache's certificates chain to a CA the image already trusts).
@@ -198,12 +210,28 @@ def proxies(
             "REDIS_SSL": "True",
             "REDIS_SSL_CA_CERTS": str(redis.ca),
         }
-        text = render_text(config(stub))
+        text = render_text(render(stub))
         with (
             run_proxy(text, tmp_path_factory.mktemp("a"), extra_env=env) as a,
             run_proxy(text, tmp_path_factory.mktemp("b"), extra_env=env) as b,
         ):
             yield stub, a, b
+
+
+@pytest.fixture(scope="module")
+def proxies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    with two_proxies(config, tmp_path_factory) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def limited_proxies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    with two_proxies(limited_config, tmp_path_factory) as running:
+        yield running
 
 
 def chat(proxy: RunningProxy, model: str) -> tuple[int, Any]:
@@ -246,3 +274,26 @@ def test_a_budget_is_enforced_across_both_proxies(
         status, reply = chat(proxy, "budgeted")
         assert status != 200, reply
         assert "budget" in str(reply).lower(), reply
+
+
+def test_a_rate_limit_is_enforced_across_both_proxies(
+    limited_proxies: tuple[StubBackend, RunningProxy, RunningProxy],
+) -> None:
+    stub, a, b = limited_proxies
+    # The limit counts calls per UTC minute (LiteLLM 1.104.0 router_strategy/lowest_tpm_rpm_v2.py:153-158): start
+    # early in a minute so that the whole run falls within one.
+    if datetime.datetime.now(datetime.UTC).second > 40:
+        time.sleep(61 - datetime.datetime.now(datetime.UTC).second)
+    statuses = []
+    for proxy in (a, b) * (RATE_LIMIT + 1):
+        status, reply = chat(proxy, "limited")
+        assert status in (200, 429), reply
+        statuses.append(status)
+        time.sleep(0.3)  # each proxy pushes its count to Redis, and reads the sum back, every 0.1 s
+    accepted = statuses.count(200)
+    assert accepted == len(stub.received(lambda r: r.path == "/v1/chat/completions"))
+    # Alone, each proxy would accept RATE_LIMIT of its RATE_LIMIT + 1 calls (2 x RATE_LIMIT in all). Shared, the
+    # total is the one limit; a proxy learns the other's calls only when it pushes its own (base_routing_strategy
+    # .py:189-245), so the proxy that calls second in a round may let one more through.
+    assert RATE_LIMIT <= accepted <= RATE_LIMIT + 1, statuses
+    assert 429 in statuses[::2] and 429 in statuses[1::2], statuses
