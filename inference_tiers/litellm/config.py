@@ -246,8 +246,9 @@ class RouterOptions:
     :param fallbacks: model name -> model names tried in order when it fails (default none).
     :param allow_unguarded_fallbacks: let a Bedrock model (always guarded) fall back to a model without its
         guardrail (default False: such a fallback is refused, since it would answer the call unguarded).
-    :param requests_per_minute: model name -> calls it accepts per UTC minute, counted across every worker and
-        task through Redis; a call past it is refused with 429 or goes to the model's fallback (default none).
+    :param requests_per_minute: model name -> the most calls it accepts per UTC minute, counted across every
+        worker and task through Redis; a call past it is refused with 429 or goes to the model's fallback
+        (default none).
     """
 
     request_timeout_seconds: int = 600

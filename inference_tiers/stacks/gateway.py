@@ -162,8 +162,8 @@ class GatewaySettings:
     )
     requests_per_minute: dict[str, int] = setting(
         mapping(integer(1, MAX_REQUESTS_PER_MINUTE), key_pattern=MODEL_NAME_PATTERN, max_items=20),
-        "Model name -> calls it accepts per UTC minute across all tasks (counted in Valkey); past it a call gets "
-        "429 or goes to the model's fallback (empty: no limit).",
+        "Model name -> the most calls it accepts per UTC minute across all tasks (counted in Valkey); past it a "
+        "call gets 429 or goes to the model's fallback (empty: no limit).",
     )
     request_timeout_seconds: int = setting(
         integer(5, 3600), "A call's time limit (the ALB idle timeout follows)."
