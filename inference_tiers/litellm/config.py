@@ -220,6 +220,20 @@ ModelTarget = BedrockModel | SageMakerModel | OpenAICompatibleModel
 MODEL_TARGETS = (BedrockModel, SageMakerModel, OpenAICompatibleModel)
 
 
+MAX_REQUESTS_PER_MINUTE = 1_000_000
+# A model's requests_per_minute becomes its deployment's litellm_params.rpm, which LiteLLM 1.104.0 enforces only
+# under this routing strategy: LowestTPMLoggingHandler_v2.async_pre_call_check (router_strategy/
+# lowest_tpm_rpm_v2.py:137-211) counts each call in the key "<id>:<model>:rpm:<UTC minute>" and raises a 429
+# RateLimitError past the limit; it runs before every call (router.py:8494-8543, from _deployment_slot at
+# :8545-8560). The count is kept in memory and pushed to the router's Redis every 0.1 s, which returns the sum of
+# every proxy's calls (router_strategy/base_routing_strategy.py:78-100, 189-245). simple-shuffle never reads rpm
+# for a limit (router.py:12343-12352 compares it with a per-process count, and only with enable_pre_call_checks).
+RATE_LIMITED_ROUTING = "usage-based-routing-v2"
+# A call refused by the limit is not retried: 1.104.0 would first sleep the 429's retry-after of 60 s per retry
+# (router.py:7907-7948, utils.py:7184-7197); RetryPolicy field, types/router.py:114-130.
+NO_RATE_LIMIT_RETRIES = {"RateLimitErrorRetries": 0}
+
+
 @dataclass(frozen=True)
 class RouterOptions:
     """How the proxy retries, times out and falls back.
@@ -232,6 +246,9 @@ class RouterOptions:
     :param fallbacks: model name -> model names tried in order when it fails (default none).
     :param allow_unguarded_fallbacks: let a Bedrock model (always guarded) fall back to a model without its
         guardrail (default False: such a fallback is refused, since it would answer the call unguarded).
+    :param requests_per_minute: model name -> the most calls it accepts per UTC minute, counted across every
+        worker and task through Redis; a call past it is refused with 429 or goes to the model's fallback
+        (default none).
     """
 
     request_timeout_seconds: int = 600
@@ -240,6 +257,7 @@ class RouterOptions:
     cooldown_seconds: int = 30
     fallbacks: Mapping[str, Sequence[str]] = field(default_factory=dict)
     allow_unguarded_fallbacks: bool = False
+    requests_per_minute: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         args = Args("RouterOptions")
@@ -254,6 +272,12 @@ class RouterOptions:
             lambda name, v: args.sequence(
                 name, v, lambda n, m: args.text(n, m, pattern=MODEL_NAME_PATTERN), min_items=1, unique=True
             ),
+            key_pattern=MODEL_NAME_PATTERN,
+        )
+        args.mapping(
+            "requests_per_minute",
+            self.requests_per_minute,
+            lambda name, v: args.integer(name, v, minimum=1, maximum=MAX_REQUESTS_PER_MINUTE),
             key_pattern=MODEL_NAME_PATTERN,
         )
 
@@ -307,6 +331,8 @@ COOLDOWN_ERROR_CLASSES = ("Timeout", "RateLimit", "InternalServer", "ServiceUnav
 
 def _deployment(model: ModelTarget, router: RouterOptions) -> dict[str, Any]:
     entry: dict[str, Any] = {"model_name": model.name, "litellm_params": model.litellm_params()}
+    if model.name in router.requests_per_minute:
+        entry["litellm_params"]["rpm"] = router.requests_per_minute[model.name]
     if model.name in router.fallbacks:
         entry["model_info"] = {
             "allowed_fails_policy": {
@@ -352,9 +378,13 @@ def render_config(
                 list(targets),
                 f"guarded Bedrock models only (not {unguarded}), unless router.allow_unguarded_fallbacks=True",
             )
+    if not set(router.requests_per_minute) <= set(names):
+        raise args.error(
+            "router.requests_per_minute", dict(router.requests_per_minute), f"model names among {names}"
+        )
 
     router_settings: dict[str, Any] = {
-        "routing_strategy": "simple-shuffle",
+        "routing_strategy": RATE_LIMITED_ROUTING if router.requests_per_minute else "simple-shuffle",
         "num_retries": router.num_retries,
         "timeout": router.request_timeout_seconds,
         "allowed_fails": router.allowed_fails,
@@ -367,9 +397,12 @@ def render_config(
         # A model with a fallback fails over at once instead of retrying itself: 1.104.0 sleeps an exponential
         # back-off between retries of a single-deployment group (router.py:7924-7948, before each retry at
         # :7689 and :7758), seconds per request while its backend is dead.
-        router_settings["model_group_retry_policy"] = {
-            source: FAILOVER_RETRY_POLICY for source in router.fallbacks
-        }
+    retry_policies = {
+        name: FAILOVER_RETRY_POLICY if name in router.fallbacks else NO_RATE_LIMIT_RETRIES
+        for name in [*router.fallbacks, *router.requests_per_minute]
+    }
+    if retry_policies:
+        router_settings["model_group_retry_policy"] = retry_policies
     if features.redis:
         router_settings.update({key.lower(): f"os.environ/{key}" for key in REDIS_ENV})
     general_settings: dict[str, Any] = {

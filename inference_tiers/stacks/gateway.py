@@ -63,7 +63,12 @@ from inference_tiers.constructs.gateway import (
 )
 from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB, fargate_memory_text
 from inference_tiers.constructs.gateway.targets import GatewayTarget
-from inference_tiers.litellm.config import LITELLM_IMAGE, MODEL_NAME_PATTERN, RouterOptions
+from inference_tiers.litellm.config import (
+    LITELLM_IMAGE,
+    MAX_REQUESTS_PER_MINUTE,
+    MODEL_NAME_PATTERN,
+    RouterOptions,
+)
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Gateway"
@@ -155,6 +160,11 @@ class GatewaySettings:
         boolean(),
         "Let gateway.fallbacks send a call to the guarded Bedrock model on to a model without its guardrail.",
     )
+    requests_per_minute: dict[str, int] = setting(
+        mapping(integer(1, MAX_REQUESTS_PER_MINUTE), key_pattern=MODEL_NAME_PATTERN, max_items=20),
+        "Model name -> the most calls it accepts per UTC minute across all tasks (counted in Valkey); past it a "
+        "call gets 429 or goes to the model's fallback (empty: no limit).",
+    )
     request_timeout_seconds: int = setting(
         integer(5, 3600), "A call's time limit (the ALB idle timeout follows)."
     )
@@ -208,6 +218,13 @@ class GatewaySettings:
                 "gateway.max_count", self.max_count, f"at least gateway.desired_count ({self.desired_count})"
             )
         names = {self.bedrock_model_name, self.sagemaker_model_name, *self.openai_models}
+        unknown_limited = sorted(set(self.requests_per_minute) - names)
+        if unknown_limited:
+            raise ConfigError(
+                "gateway.requests_per_minute",
+                self.requests_per_minute,
+                f"model names among {sorted(names)} (not {unknown_limited})",
+            )
         for source, targets in self.fallbacks.items():
             unknown = sorted({source, *targets} - names)
             if unknown:
@@ -271,6 +288,7 @@ class GatewayStack(Stack):
                 num_retries=settings.num_retries,
                 fallbacks={name: list(targets) for name, targets in settings.fallbacks.items()},
                 allow_unguarded_fallbacks=settings.allow_unguarded_fallbacks,
+                requests_per_minute=settings.requests_per_minute,
             ),
             desired_count=settings.desired_count,
             max_count=settings.max_count,

@@ -1,15 +1,17 @@
 """Two real proxies share one real Redis (Debian's redis-server, TLS and AUTH on loopback, as ElastiCache /
 Valkey in non-cluster mode requires) with the rendered Redis settings: a cooldown one proxy sets holds on the
-other, and a budget is enforced across both. Without Redis (neither the rendered settings nor the REDIS_*
-environment) both fail: each proxy then counts alone (checked by hand while writing them)."""
+other, a budget is enforced across both, and so is a rate limit (gateway.requests_per_minute). Without Redis
+(neither the rendered settings nor the REDIS_* environment) all three fail: each proxy then counts alone
+(checked by hand while writing them)."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ REDIS_PASSWORD = "redis-auth-token-0123456789"
 ALLOWED_FAILS = 2
 # 5 prompt + 2 completion tokens per stub reply at 0.001 each: 0.007 per call, so the third call spends it.
 BUDGET = 0.02
+RATE_LIMIT = 5
 
 
 @dataclass
@@ -183,10 +186,19 @@ def config(stub: StubBackend) -> dict[str, Any]:
     return rendered
 
 
-@pytest.fixture(scope="module")
-def proxies(
-    tmp_path_factory: pytest.TempPathFactory,
+def limited_config(stub: StubBackend) -> dict[str, Any]:
+    return render_config(
+        [OpenAICompatibleModel("limited", f"{stub.url}/v1", "served-limited")],
+        router=RouterOptions(requests_per_minute={"limited": RATE_LIMIT}),
+        features=ProxyFeatures(database=False, redis=True),
+    )
+
+
+@contextlib.contextmanager
+def two_proxies(
+    render: Callable[[StubBackend], dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    """Two proxies with ``render``'s configuration, sharing one Redis."""
     with StubBackend() as stub, run_redis(tmp_path_factory.mktemp("redis")) as redis:
         # What LiteLLMGateway gives the container (constructs/gateway/proxy.py): host, port, AUTH token, TLS on;
         # plus the test CA (ElastiCache's certificates chain to a CA the image already trusts).
@@ -198,12 +210,28 @@ def proxies(
             "REDIS_SSL": "True",
             "REDIS_SSL_CA_CERTS": str(redis.ca),
         }
-        text = render_text(config(stub))
+        text = render_text(render(stub))
         with (
             run_proxy(text, tmp_path_factory.mktemp("a"), extra_env=env) as a,
             run_proxy(text, tmp_path_factory.mktemp("b"), extra_env=env) as b,
         ):
             yield stub, a, b
+
+
+@pytest.fixture(scope="module")
+def proxies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    with two_proxies(config, tmp_path_factory) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def limited_proxies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
+    with two_proxies(limited_config, tmp_path_factory) as running:
+        yield running
 
 
 def chat(proxy: RunningProxy, model: str) -> tuple[int, Any]:
@@ -246,3 +274,32 @@ def test_a_budget_is_enforced_across_both_proxies(
         status, reply = chat(proxy, "budgeted")
         assert status != 200, reply
         assert "budget" in str(reply).lower(), reply
+
+
+def test_a_rate_limit_is_enforced_across_both_proxies(
+    limited_proxies: tuple[StubBackend, RunningProxy, RunningProxy],
+) -> None:
+    stub, a, b = limited_proxies
+    # The limit counts calls per UTC minute (LiteLLM 1.104.0 router_strategy/lowest_tpm_rpm_v2.py:153-158): start
+    # early in a minute so that the whole run falls within one.
+    if datetime.datetime.now(datetime.UTC).second > 40:
+        time.sleep(61 - datetime.datetime.now(datetime.UTC).second)
+    statuses: list[int] = []
+    refusal_seconds: list[float] = []
+    for proxy in (a, b) * (RATE_LIMIT + 1):
+        started = time.monotonic()
+        status, reply = chat(proxy, "limited")
+        assert status in (200, 429), reply
+        statuses.append(status)
+        if status == 429:
+            refusal_seconds.append(time.monotonic() - started)
+        time.sleep(0.3)  # each proxy pushes its count to Redis, and reads the sum back, every 0.1 s
+    accepted = statuses.count(200)
+    assert accepted == len(stub.received(lambda r: r.path == "/v1/chat/completions"))
+    # Alone, each proxy accepts RATE_LIMIT - 1 calls: it picks a deployment only while count + 1 < rpm
+    # (lowest_tpm_rpm_v2.py:341-346), so 2 x (RATE_LIMIT - 1) without Redis. Shared, the two accept the one limit
+    # between them (RATE_LIMIT - 1 if each proxy's count is already the sum when it decides, as for one proxy).
+    assert RATE_LIMIT - 1 <= accepted <= RATE_LIMIT, statuses
+    assert 429 in statuses[::2] and 429 in statuses[1::2], statuses
+    # Refused at once: with retries a 429 would first wait its retry-after of 60 s (router.py:7907-7948).
+    assert max(refusal_seconds) < 5, refusal_seconds

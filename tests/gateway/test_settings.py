@@ -8,7 +8,7 @@ import pytest
 
 from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
-from inference_tiers.stacks.gateway import GatewaySettings
+from inference_tiers.stacks.gateway import GatewaySettings, GatewayStack
 from tests.harness import configured_app, make_app
 
 
@@ -41,6 +41,9 @@ CERT = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-1
         ("gateway.openai_models", '{"x": "http://a/v1"}', "an object"),
         ("gateway.openai_models", '{"x": {"base_url": "a", "served_model": "m"}}', "an http"),
         ("gateway.fallbacks", '{"nova-lite": ["unknown"]}', "model names among"),
+        ("gateway.requests_per_minute", '{"nova-lite": 0}', "an integer from 1 to 1000000"),
+        ("gateway.requests_per_minute", '{"nova-lite": "many"}', "an integer from 1 to 1000000"),
+        ("gateway.requests_per_minute", '{"unknown": 60}', r"model names among .*not \['unknown'\]"),
         ("gateway.desired_count", "1", "an integer from 2 to 100"),
         ("gateway.max_count", "1", "an integer from 2 to 100"),
         ("gateway.request_timeout_seconds", "0", "an integer from 5 to 3600"),
@@ -118,3 +121,23 @@ def test_the_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() ->
         make_app(tier="gateway", **context)
     allowed = gateway_settings(**context, **{"gateway.allow_unguarded_fallbacks": "true"})
     assert allowed.fallbacks == {"nova-lite": ("qwen3-8b",)} and allowed.allow_unguarded_fallbacks
+
+
+def rendered_config(**context: Any) -> dict[str, Any]:
+    _, stacks = make_app(tier="gateway", **{"gateway.allow_http": "true", **context})
+    (stack,) = stacks
+    assert isinstance(stack, GatewayStack)
+    return stack.gateway.config
+
+
+def test_a_rate_limit_reaches_the_rendered_model_and_none_keeps_simple_shuffle() -> None:
+    limited = rendered_config(**{"gateway.requests_per_minute": '{"nova-lite": 120}'})
+    assert limited["model_list"][0]["litellm_params"]["rpm"] == 120
+    assert limited["router_settings"]["routing_strategy"] == "usage-based-routing-v2"
+    assert limited["router_settings"]["model_group_retry_policy"] == {
+        "nova-lite": {"RateLimitErrorRetries": 0}
+    }
+    default = rendered_config()
+    assert "rpm" not in default["model_list"][0]["litellm_params"]
+    assert default["router_settings"]["routing_strategy"] == "simple-shuffle"
+    assert "model_group_retry_policy" not in default["router_settings"]
