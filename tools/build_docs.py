@@ -21,9 +21,12 @@ import pdoc.render  # noqa: E402
 
 # Imported here, before pdoc loads it: pdoc replaces subprocess.Popen while it imports a module, and
 # aws-cdk-lib's jsii runtime starts its Node.js process at import.
-import inference_tiers.constructs  # noqa: E402,F401
+import inference_tiers.constructs  # noqa: E402
 
 MODULE = "inference_tiers.constructs"
+# The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.
+for _name in inference_tiers.constructs.__all__:
+    getattr(inference_tiers.constructs, _name)
 # Constructor parameters every construct shares (documented once, by aws-cdk's Construct) or that are not named.
 _UNNAMED = {"self", "scope", "construct_id", "id", "args", "kwargs"}
 
