@@ -20,7 +20,7 @@ from inference_tiers.ops.bench.sagemaker_job import (
 )
 from inference_tiers.ops.bench.workload import load_workload
 from inference_tiers.ops.checks import Clients
-from inference_tiers.ops.pricing import load_price_table
+from inference_tiers.ops.pricing import BEDROCK_PRICE_FILE, load_price_table, load_token_price_table
 from inference_tiers.ops.smoke import STACK_NAMES
 
 TOOL_VENV = Path("tools/bench/.venv")
@@ -55,6 +55,25 @@ def pricing_from_args(args: argparse.Namespace) -> Pricing | None:
     return Pricing(
         f"{args.instance_count} x {args.instance_type}, {basis}", usd_per_hour=price * args.instance_count
     )
+
+
+def bedrock_table_pricing(model_id: str) -> tuple[Pricing | None, str]:
+    """A Bedrock target without ``--token-prices``: its model's prices from the dated Bedrock price table, and
+    the line that says where they came from (or why there are none)."""
+    table = load_token_price_table()
+    prices = table.per_1m_tokens(model_id)
+    if prices is None:
+        return None, (
+            f"cost: Bedrock model {model_id!r} is not in the Bedrock price table {BEDROCK_PRICE_FILE.name} "
+            f"({table.region} {table.as_of}: {', '.join(sorted(table.prices))} and their us. profiles; an "
+            "application inference profile ARN is not resolved); pass --token-prices INPUT,OUTPUT with "
+            "--price-source to get cost figures"
+        )
+    basis = (
+        f"per token: {model_id} {prices[0]:g}/{prices[1]:g} USD per 1M input/output tokens from "
+        f"{BEDROCK_PRICE_FILE.name}, {table.region} {table.as_of}: {table.source}"
+    )
+    return Pricing(basis, usd_per_1m_input=prices[0], usd_per_1m_output=prices[1]), basis
 
 
 def _explicit_target(args: argparse.Namespace, pricing: Pricing | None) -> Target:
@@ -93,6 +112,10 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
     else:
         target = _explicit_target(args, pricing)
         clients = session() if target.kind != "openai" else None
+    price_note = ""
+    if target.kind == "bedrock" and target.pricing is None:
+        table_pricing, price_note = bedrock_table_pricing(str(target.model_id))
+        target = Target(**{**vars(target), "pricing": table_pricing})
     if args.sagemaker_job:
         return _sagemaker_job(args, spec, target, clients)
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
@@ -110,7 +133,8 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
     entry = run_bench(target, spec, work_dir=args.out, engine=engine, clients=clients, model=args.model)
     results = merge_results(args.out, spec.as_dict(), entry)
     files = write_report(args.out, results)
-    return results, render_table(results) + "\n\n" + "\n".join(str(f) for f in files)
+    text = render_table(results) + "\n\n" + "\n".join(str(f) for f in files)
+    return results, f"{text}\n\n{price_note}" if price_note else text
 
 
 def _check_job(flag: str, name: str, args: argparse.Namespace) -> None:
