@@ -196,9 +196,9 @@ def test_bedrock_price_file_errors_name_the_file_and_the_model(tmp_path: Path, b
 
 
 def bench_bedrock(
-    tmp_path: Path, model: str, *extra: str, usage: tuple[int, int]
+    tmp_path: Path, model: str, *extra: str, usage: tuple[int, int], clients: StubClients | None = None
 ) -> tuple[dict[str, Any], str]:
-    clients = StubClients(unstubbed=("bedrock-runtime",))
+    clients = clients or StubClients(unstubbed=("bedrock-runtime",))
     respond_raw(clients.client("bedrock-runtime"), "ConverseStream", converse_stream("a", "b", usage=usage))
     tmp_path.mkdir(exist_ok=True)
     spec = tmp_path / "workload.yaml"
@@ -232,8 +232,52 @@ def test_bedrock_model_in_the_table_is_priced_from_it_unless_token_prices_are_gi
     assert target["levels"][0]["usd"] == pytest.approx((1000 * 1 + 500 * 4) / 1e6)
 
 
+PROFILE = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
+
+
+def profile_clients(*regions: str) -> StubClients:
+    clients = StubClients(unstubbed=("bedrock-runtime",))
+    models = [{"modelArn": f"arn:aws:bedrock:{r}::foundation-model/amazon.nova-2-lite-v1:0"} for r in regions]
+    clients.stub("bedrock").add_response(
+        "get_inference_profile",
+        {
+            "inferenceProfileName": "p",
+            "inferenceProfileArn": PROFILE,
+            "inferenceProfileId": "abc123",
+            "models": models,
+            "status": "ACTIVE",
+            "type": "APPLICATION",
+        },
+        {"inferenceProfileIdentifier": PROFILE},
+    )
+    return clients
+
+
+def test_bedrock_application_profile_is_priced_as_the_model_it_routes_to(tmp_path: Path) -> None:
+    model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
+    us = profile_clients("us-east-1", "us-east-2", "us-west-2")
+    target, _ = bench_bedrock(tmp_path / "us", PROFILE, usage=(1000, 500), clients=us)
+    assert target["levels"][0]["usd"] == pytest.approx((1000 * model["input"] + 500 * model["output"]) / 1e6)
+    world = profile_clients("us-east-1", "eu-west-1", "ap-northeast-1")
+    target, text = bench_bedrock(tmp_path / "global", PROFILE, usage=(10, 5), clients=world)
+    assert target["pricing"] is None
+    assert "routes amazon.nova-2-lite-v1:0 to ap-northeast-1, eu-west-1, us-east-1, outside the US" in text
+    denied = StubClients(unstubbed=("bedrock-runtime",))
+    denied.stub("bedrock").add_client_error("get_inference_profile", "AccessDeniedException")
+    target, text = bench_bedrock(tmp_path / "denied", PROFILE, usage=(10, 5), clients=denied)
+    assert target["pricing"] is None
+    assert "bedrock:GetInferenceProfile on it failed (AccessDeniedException)" in text
+
+
 def test_bedrock_model_not_in_the_table_says_so_and_has_no_cost(tmp_path: Path) -> None:
-    target, text = bench_bedrock(tmp_path, "anthropic.claude-x-v1:0", usage=(10, 5))
+    target, text = bench_bedrock(tmp_path / "claude", "anthropic.claude-x-v1:0", usage=(10, 5))
     assert target["pricing"] is None and target["levels"][0]["usd"] is None
-    assert "cost: Bedrock model 'anthropic.claude-x-v1:0' is not in the Bedrock price table" in text
+    assert (
+        "cost: Bedrock model 'anthropic.claude-x-v1:0' is not priced by bedrock-prices-us-east-1.json" in text
+    )
     assert "pass --token-prices INPUT,OUTPUT with --price-source" in text
+    other_region = StubClients("eu-west-1", unstubbed=("bedrock-runtime",))
+    target, text = bench_bedrock(
+        tmp_path / "eu", "amazon.nova-2-lite-v1:0", usage=(10, 5), clients=other_region
+    )
+    assert target["pricing"] is None and "bench calls Bedrock in eu-west-1" in text

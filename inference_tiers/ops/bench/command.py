@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from inference_tiers.ops.bench.metrics import Pricing
 from inference_tiers.ops.bench.report import merge_results, render_table, write_report
 from inference_tiers.ops.bench.run import Engine, Target, run_bench, target_from_stack
@@ -19,7 +21,7 @@ from inference_tiers.ops.bench.sagemaker_job import (
     start_recommendation_job,
 )
 from inference_tiers.ops.bench.workload import load_workload
-from inference_tiers.ops.checks import Clients
+from inference_tiers.ops.checks import Clients, error_code
 from inference_tiers.ops.pricing import BEDROCK_PRICE_FILE, load_price_table, load_token_price_table
 from inference_tiers.ops.smoke import STACK_NAMES
 
@@ -57,17 +59,44 @@ def pricing_from_args(args: argparse.Namespace) -> Pricing | None:
     )
 
 
-def bedrock_table_pricing(model_id: str) -> tuple[Pricing | None, str]:
+def _application_profile_model(clients: Clients, arn: str) -> tuple[str | None, str]:
+    """The model id an application inference profile is priced as (the ``us.`` profile of its model when it
+    routes only to US Regions), or None and why."""
+    try:
+        profile = clients.client("bedrock").get_inference_profile(inferenceProfileIdentifier=arn)
+    except ClientError as error:
+        return None, f"bedrock:GetInferenceProfile on it failed ({error_code(error)})"
+    arns = [model["modelArn"] for model in profile.get("models", [])]
+    models = {model_arn.split("/", 1)[-1] for model_arn in arns}
+    regions = {model_arn.split(":")[3] for model_arn in arns}
+    if len(models) != 1:
+        return None, f"it routes to {len(models)} models"
+    (model,) = models
+    # The model in the Region called, or a copy of a us. profile: both are billed as the us. profile is.
+    if all(region.startswith("us-") for region in regions):
+        return f"us.{model}", ""
+    return None, f"it routes {model} to {', '.join(sorted(regions))}, outside the US geography"
+
+
+def bedrock_table_pricing(model_id: str, clients: Clients) -> tuple[Pricing | None, str]:
     """A Bedrock target without ``--token-prices``: its model's prices from the dated Bedrock price table, and
     the line that says where they came from (or why there are none)."""
     table = load_token_price_table()
-    prices = table.per_1m_tokens(model_id)
+    if clients.region != table.region:
+        # Bedrock bills a request at the prices of the Region it is made in (aws.amazon.com/bedrock/pricing).
+        why = f"bench calls Bedrock in {clients.region}"
+        prices = None
+    elif ":application-inference-profile/" in model_id:
+        model, why = _application_profile_model(clients, model_id)
+        prices = table.per_1m_tokens(model) if model else None
+        why = why or f"its model {model} is not in it"
+    else:
+        prices = table.per_1m_tokens(model_id)
+        why = f"the table has {', '.join(sorted(table.prices))} and their us. profiles"
     if prices is None:
         return None, (
-            f"cost: Bedrock model {model_id!r} is not in the Bedrock price table {BEDROCK_PRICE_FILE.name} "
-            f"({table.region} {table.as_of}: {', '.join(sorted(table.prices))} and their us. profiles; an "
-            "application inference profile ARN is not resolved); pass --token-prices INPUT,OUTPUT with "
-            "--price-source to get cost figures"
+            f"cost: Bedrock model {model_id!r} is not priced by {BEDROCK_PRICE_FILE.name} ({table.region} "
+            f"{table.as_of}): {why}; pass --token-prices INPUT,OUTPUT with --price-source to get cost figures"
         )
     basis = (
         f"per token: {model_id} {prices[0]:g}/{prices[1]:g} USD per 1M input/output tokens from "
@@ -113,8 +142,8 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
         target = _explicit_target(args, pricing)
         clients = session() if target.kind != "openai" else None
     price_note = ""
-    if target.kind == "bedrock" and target.pricing is None:
-        table_pricing, price_note = bedrock_table_pricing(str(target.model_id))
+    if target.kind == "bedrock" and target.pricing is None and clients is not None:
+        table_pricing, price_note = bedrock_table_pricing(str(target.model_id), clients)
         target = Target(**{**vars(target), "pricing": table_pricing})
     if args.sagemaker_job:
         return _sagemaker_job(args, spec, target, clients)
