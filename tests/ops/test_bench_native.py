@@ -281,3 +281,28 @@ def test_bedrock_model_not_in_the_table_says_so_and_has_no_cost(tmp_path: Path) 
         tmp_path / "eu", "amazon.nova-2-lite-v1:0", usage=(10, 5), clients=other_region
     )
     assert target["pricing"] is None and "bench calls Bedrock in eu-west-1" in text
+
+
+def test_bedrock_tier_is_priced_through_its_application_profile(tmp_path: Path) -> None:
+    model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
+    clients = profile_clients("us-east-1", "us-east-2", "us-west-2")
+    outputs = {**BEDROCK_OUTPUTS, "ModelId": PROFILE}
+    clients.stub("cloudformation").add_response(
+        "describe_stacks", _stack(outputs), {"StackName": "InferenceTiers-Bedrock"}
+    )
+    clients.stub("sts").add_response(
+        "assume_role",
+        {"Credentials": CREDENTIALS},
+        {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
+    )
+    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    respond_raw(
+        clients.assumed.client("bedrock-runtime"), "ConverseStream", converse_stream("a", usage=(1000, 500))
+    )
+    spec = tmp_path / "workload.yaml"
+    spec.write_text(json.dumps({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}}))
+    argv = ["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), "--tier", "bedrock"]
+    document, _ = bench(cli.build_parser().parse_args(argv), lambda: clients)
+    clients.assert_done()
+    (target,) = document["targets"]
+    assert target["levels"][0]["usd"] == pytest.approx((1000 * model["input"] + 500 * model["output"]) / 1e6)
