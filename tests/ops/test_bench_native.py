@@ -15,11 +15,14 @@ from urllib.parse import unquote
 import boto3
 import pytest
 
+import inference_tiers
 from inference_tiers.ops import cli
 from inference_tiers.ops.bench import native
+from inference_tiers.ops.bench.command import bench
 from inference_tiers.ops.bench.metrics import Pricing
 from inference_tiers.ops.bench.run import Engine, run_bench, target_from_stack
 from inference_tiers.ops.bench.workload import parse_workload
+from inference_tiers.ops.pricing import BEDROCK_PRICE_FILE, PriceTableError, load_token_price_table
 from tests.ops.helpers import StubClients, event_stream_message, respond_raw
 from tests.ops.test_bench_engine import MODEL, within
 from tests.ops.test_smoke import BEDROCK_OUTPUTS, CREDENTIALS, ROLE, _stack
@@ -166,3 +169,140 @@ def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: 
     assert figures["usd"] == pytest.approx(0.006) and figures["usd_per_1m_output_tokens"] == pytest.approx(
         6.0
     )
+
+
+def test_bedrock_price_table_prices_each_model_and_its_us_profile_only() -> None:
+    raw = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))
+    table = load_token_price_table()
+    assert raw["as_of"] and raw["source"] and raw["unit"] == "USD per 1M tokens"
+    defaults = json.loads((Path(inference_tiers.__file__).parent / "defaults.json").read_text())
+    assert defaults["bedrock.model_id"] in raw["prices"]
+    for model, price in raw["prices"].items():
+        assert (
+            table.per_1m_tokens(model)
+            == table.per_1m_tokens(f"us.{model}")
+            == (price["input"], price["output"])
+        )
+        # A global profile is billed about 10% below the standard price (docs/bench.md); eu. is another Region's.
+        assert table.per_1m_tokens(f"global.{model}") is None and table.per_1m_tokens(f"eu.{model}") is None
+
+
+@pytest.mark.parametrize("bad", [{"input": 1.0}, {"input": 1.0, "output": 0}, 0.5])
+def test_bedrock_price_file_errors_name_the_file_and_the_model(tmp_path: Path, bad: object) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"as_of": "d", "region": "us-east-1", "source": "s", "prices": {"m": bad}}))
+    with pytest.raises(PriceTableError, match=rf"price file {path}: price of 'm"):
+        load_token_price_table(path)
+
+
+def bench_bedrock(
+    tmp_path: Path, model: str, *extra: str, usage: tuple[int, int], clients: StubClients | None = None
+) -> tuple[dict[str, Any], str]:
+    clients = clients or StubClients(unstubbed=("bedrock-runtime",))
+    respond_raw(clients.client("bedrock-runtime"), "ConverseStream", converse_stream("a", "b", usage=usage))
+    tmp_path.mkdir(exist_ok=True)
+    spec = tmp_path / "workload.yaml"
+    spec.write_text(json.dumps({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}}))
+    argv = [
+        "bench",
+        "--workload",
+        str(spec),
+        "--out",
+        str(tmp_path / "out"),
+        "--bedrock-model",
+        model,
+        *extra,
+    ]
+    document, text = bench(cli.build_parser().parse_args(argv), lambda: clients)
+    clients.assert_done()
+    return document["targets"][0], text
+
+
+def test_bedrock_model_in_the_table_is_priced_from_it_unless_token_prices_are_given(tmp_path: Path) -> None:
+    prices = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))
+    model = prices["prices"]["amazon.nova-2-lite-v1:0"]
+    target, text = bench_bedrock(tmp_path / "table", "us.amazon.nova-2-lite-v1:0", usage=(1000, 500))
+    basis = target["pricing"]["basis"]
+    assert prices["as_of"] in basis and prices["source"] in basis and basis in text
+    usd = (1000 * model["input"] + 500 * model["output"]) / 1e6
+    assert target["levels"][0]["usd"] == pytest.approx(usd)
+    given = ["--token-prices", "1,4", "--price-source", "my contract, 2026-12"]
+    target, _ = bench_bedrock(tmp_path / "given", "us.amazon.nova-2-lite-v1:0", *given, usage=(1000, 500))
+    assert target["pricing"]["basis"] == "per token: my contract, 2026-12"
+    assert target["levels"][0]["usd"] == pytest.approx((1000 * 1 + 500 * 4) / 1e6)
+
+
+PROFILE = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
+
+
+def profile_clients(*regions: str) -> StubClients:
+    clients = StubClients(unstubbed=("bedrock-runtime",))
+    models = [{"modelArn": f"arn:aws:bedrock:{r}::foundation-model/amazon.nova-2-lite-v1:0"} for r in regions]
+    clients.stub("bedrock").add_response(
+        "get_inference_profile",
+        {
+            "inferenceProfileName": "p",
+            "inferenceProfileArn": PROFILE,
+            "inferenceProfileId": "abc123",
+            "models": models,
+            "status": "ACTIVE",
+            "type": "APPLICATION",
+        },
+        {"inferenceProfileIdentifier": PROFILE},
+    )
+    return clients
+
+
+def test_bedrock_application_profile_is_priced_as_the_model_it_routes_to(tmp_path: Path) -> None:
+    model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
+    us = profile_clients("us-east-1", "us-east-2", "us-west-2")
+    target, _ = bench_bedrock(tmp_path / "us", PROFILE, usage=(1000, 500), clients=us)
+    assert target["levels"][0]["usd"] == pytest.approx((1000 * model["input"] + 500 * model["output"]) / 1e6)
+    world = profile_clients("us-east-1", "eu-west-1", "ap-northeast-1")
+    target, text = bench_bedrock(tmp_path / "global", PROFILE, usage=(10, 5), clients=world)
+    assert target["pricing"] is None
+    assert "routes amazon.nova-2-lite-v1:0 to ap-northeast-1, eu-west-1, us-east-1, outside the US" in text
+    denied = StubClients(unstubbed=("bedrock-runtime",))
+    denied.stub("bedrock").add_client_error("get_inference_profile", "AccessDeniedException")
+    target, text = bench_bedrock(tmp_path / "denied", PROFILE, usage=(10, 5), clients=denied)
+    assert target["pricing"] is None
+    assert "bedrock:GetInferenceProfile on it failed (AccessDeniedException)" in text
+
+
+def test_bedrock_model_not_in_the_table_says_so_and_has_no_cost(tmp_path: Path) -> None:
+    target, text = bench_bedrock(tmp_path / "claude", "anthropic.claude-x-v1:0", usage=(10, 5))
+    assert target["pricing"] is None and target["levels"][0]["usd"] is None
+    assert (
+        "cost: Bedrock model 'anthropic.claude-x-v1:0' is not priced by bedrock-prices-us-east-1.json" in text
+    )
+    assert "pass --token-prices INPUT,OUTPUT with --price-source" in text
+    other_region = StubClients("eu-west-1", unstubbed=("bedrock-runtime",))
+    target, text = bench_bedrock(
+        tmp_path / "eu", "amazon.nova-2-lite-v1:0", usage=(10, 5), clients=other_region
+    )
+    assert target["pricing"] is None and "bench calls Bedrock in eu-west-1" in text
+
+
+def test_bedrock_tier_is_priced_through_its_application_profile(tmp_path: Path) -> None:
+    model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
+    clients = profile_clients("us-east-1", "us-east-2", "us-west-2")
+    outputs = {**BEDROCK_OUTPUTS, "ModelId": PROFILE}
+    clients.stub("cloudformation").add_response(
+        "describe_stacks", _stack(outputs), {"StackName": "InferenceTiers-Bedrock"}
+    )
+    clients.stub("sts").add_response(
+        "assume_role",
+        {"Credentials": CREDENTIALS},
+        {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
+    )
+    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    respond_raw(
+        clients.assumed.client("bedrock-runtime"), "ConverseStream", converse_stream("a", usage=(1000, 500))
+    )
+    spec = tmp_path / "workload.yaml"
+    spec.write_text(json.dumps({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}}))
+    argv = ["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), "--tier", "bedrock"]
+    document, _ = bench(cli.build_parser().parse_args(argv), lambda: clients)
+    clients.assert_done()
+    (target,) = document["targets"]
+    assert target["levels"][0]["usd"] == pytest.approx((1000 * model["input"] + 500 * model["output"]) / 1e6)

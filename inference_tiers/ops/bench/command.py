@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from inference_tiers.ops.bench.metrics import Pricing
 from inference_tiers.ops.bench.report import merge_results, render_table, write_report
 from inference_tiers.ops.bench.run import Engine, Target, run_bench, target_from_stack
@@ -19,8 +21,8 @@ from inference_tiers.ops.bench.sagemaker_job import (
     start_recommendation_job,
 )
 from inference_tiers.ops.bench.workload import load_workload
-from inference_tiers.ops.checks import Clients
-from inference_tiers.ops.pricing import load_price_table
+from inference_tiers.ops.checks import Clients, error_code
+from inference_tiers.ops.pricing import BEDROCK_PRICE_FILE, load_price_table, load_token_price_table
 from inference_tiers.ops.smoke import STACK_NAMES
 
 TOOL_VENV = Path("tools/bench/.venv")
@@ -55,6 +57,52 @@ def pricing_from_args(args: argparse.Namespace) -> Pricing | None:
     return Pricing(
         f"{args.instance_count} x {args.instance_type}, {basis}", usd_per_hour=price * args.instance_count
     )
+
+
+def _application_profile_model(clients: Clients, arn: str) -> tuple[str | None, str]:
+    """The model id an application inference profile is priced as (the ``us.`` profile of its model when it
+    routes only to US Regions), or None and why."""
+    try:
+        profile = clients.client("bedrock").get_inference_profile(inferenceProfileIdentifier=arn)
+    except ClientError as error:
+        return None, f"bedrock:GetInferenceProfile on it failed ({error_code(error)})"
+    arns = [model["modelArn"] for model in profile.get("models", [])]
+    models = {model_arn.split("/", 1)[-1] for model_arn in arns}
+    regions = {model_arn.split(":")[3] for model_arn in arns}
+    if len(models) != 1:
+        return None, f"it routes to {len(models)} models"
+    (model,) = models
+    # The model in the Region called, or a copy of a us. profile: both are billed as the us. profile is.
+    if all(region.startswith("us-") for region in regions):
+        return f"us.{model}", ""
+    return None, f"it routes {model} to {', '.join(sorted(regions))}, outside the US geography"
+
+
+def bedrock_table_pricing(model_id: str, clients: Clients) -> tuple[Pricing | None, str]:
+    """A Bedrock target without ``--token-prices``: its model's prices from the dated Bedrock price table, and
+    the line that says where they came from (or why there are none)."""
+    table = load_token_price_table()
+    if clients.region != table.region:
+        # Bedrock bills a request at the prices of the Region it is made in (aws.amazon.com/bedrock/pricing).
+        why = f"bench calls Bedrock in {clients.region}"
+        prices = None
+    elif ":application-inference-profile/" in model_id:
+        model, why = _application_profile_model(clients, model_id)
+        prices = table.per_1m_tokens(model) if model else None
+        why = why or f"its model {model} is not in it"
+    else:
+        prices = table.per_1m_tokens(model_id)
+        why = f"the table has {', '.join(sorted(table.prices))} and their us. profiles"
+    if prices is None:
+        return None, (
+            f"cost: Bedrock model {model_id!r} is not priced by {BEDROCK_PRICE_FILE.name} ({table.region} "
+            f"{table.as_of}): {why}; pass --token-prices INPUT,OUTPUT with --price-source to get cost figures"
+        )
+    basis = (
+        f"per token: {model_id} {prices[0]:g}/{prices[1]:g} USD per 1M input/output tokens from "
+        f"{BEDROCK_PRICE_FILE.name}, {table.region} {table.as_of}: {table.source}"
+    )
+    return Pricing(basis, usd_per_1m_input=prices[0], usd_per_1m_output=prices[1]), basis
 
 
 def _explicit_target(args: argparse.Namespace, pricing: Pricing | None) -> Target:
@@ -93,6 +141,10 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
     else:
         target = _explicit_target(args, pricing)
         clients = session() if target.kind != "openai" else None
+    price_note = ""
+    if target.kind == "bedrock" and target.pricing is None and clients is not None:
+        table_pricing, price_note = bedrock_table_pricing(str(target.model_id), clients)
+        target = Target(**{**vars(target), "pricing": table_pricing})
     if args.sagemaker_job:
         return _sagemaker_job(args, spec, target, clients)
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
@@ -110,7 +162,8 @@ def bench(args: argparse.Namespace, session: Callable[[], Clients]) -> tuple[dic
     entry = run_bench(target, spec, work_dir=args.out, engine=engine, clients=clients, model=args.model)
     results = merge_results(args.out, spec.as_dict(), entry)
     files = write_report(args.out, results)
-    return results, render_table(results) + "\n\n" + "\n".join(str(f) for f in files)
+    text = render_table(results) + "\n\n" + "\n".join(str(f) for f in files)
+    return results, f"{text}\n\n{price_note}" if price_note else text
 
 
 def _check_job(flag: str, name: str, args: argparse.Namespace) -> None:
