@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_elasticache as elasticache
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.valkey import check_valkey_args, private_valkey
 from inference_tiers.validation import Args
 
 DATABASE_NAME = "litellm"
@@ -166,8 +166,7 @@ class GatewayCache(Construct):
         args = Args("GatewayCache")
         args.implements("vpc", vpc, ec2.IVpc)
         args.implements("encryption_key", encryption_key, kms.IKey)
-        args.text("node_type", node_type, pattern=r"cache\.[a-z0-9]+\.[a-z0-9]+", allow_token=False)
-        args.text("engine_version", engine_version, pattern=r"[0-9]+\.[0-9]+", allow_token=False)
+        check_valkey_args(args, node_type, engine_version)
         self.auth_secret = secretsmanager.Secret(
             self,
             "AuthToken",
@@ -184,34 +183,17 @@ class GatewayCache(Construct):
             "ElastiCache has no managed AUTH-token rotation: rotating needs ModifyReplicationGroup with "
             "AuthTokenUpdateStrategy ROTATE then SET and a proxy restart (docs/gateway.md)",
         )
-        self.security_group = ec2.SecurityGroup(
-            self, "SecurityGroup", vpc=vpc, description="Gateway Valkey", allow_all_outbound=False
-        )
-        private = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        subnet_group = elasticache.CfnSubnetGroup(
-            self, "Subnets", description="Gateway Valkey private subnets", subnet_ids=private.subnet_ids
-        )
-        self.resource = elasticache.CfnReplicationGroup(
+        self.security_group, self.resource = private_valkey(
             self,
-            "Resource",
-            replication_group_description="inference-tiers gateway: LiteLLM limits and spend buffer",
-            engine="valkey",
+            name="Gateway Valkey",
+            description="inference-tiers gateway: LiteLLM limits and spend buffer",
+            vpc=vpc,
+            encryption_key=encryption_key,
+            node_type=node_type,
             engine_version=engine_version,
-            cache_node_type=node_type,
-            cluster_mode="disabled",
-            num_cache_clusters=2,
-            automatic_failover_enabled=True,
-            multi_az_enabled=True,
-            transit_encryption_enabled=True,
-            transit_encryption_mode="required",
-            at_rest_encryption_enabled=True,
-            kms_key_id=encryption_key.key_arn,
-            auth_token=self.auth_secret.secret_value.unsafe_unwrap(),  # a dynamic reference, resolved by CFN
-            cache_subnet_group_name=subnet_group.ref,
-            security_group_ids=[self.security_group.security_group_id],
             port=REDIS_PORT,
+            auth_token=self.auth_secret.secret_value.unsafe_unwrap(),  # a dynamic reference, resolved by CFN
             snapshot_retention_limit=7,
-            auto_minor_version_upgrade=True,
         )
         self.resource.apply_removal_policy(RemovalPolicy.RETAIN)
         self._connections = ec2.Connections(

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_elasticache as elasticache
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.valkey import check_valkey_args, private_valkey
 from inference_tiers.validation import Args
 
 KV_CACHE_PORT = 6379
@@ -48,38 +48,20 @@ class HyperPodKvCacheStore(Construct):
         args.implements("vpc", vpc, ec2.IVpc)
         args.implements("clients", clients, ec2.IConnectable)
         args.implements("encryption_key", encryption_key, kms.IKey)
-        args.text("node_type", node_type, pattern=r"cache\.[a-z0-9]+\.[a-z0-9]+", allow_token=False)
-        args.text("engine_version", engine_version, pattern=r"[0-9]+\.[0-9]+", allow_token=False)
+        check_valkey_args(args, node_type, engine_version)
         super().__init__(scope, construct_id)
-        self.security_group = ec2.SecurityGroup(
-            self, "SecurityGroup", vpc=vpc, description="HyperPod L2 KV cache", allow_all_outbound=False
+        self.security_group, self.resource = private_valkey(
+            self,
+            name="HyperPod L2 KV cache",
+            description="inference-tiers hyperpod: L2 KV cache (LMCache)",
+            vpc=vpc,
+            encryption_key=encryption_key,
+            node_type=node_type,
+            engine_version=engine_version,
+            port=KV_CACHE_PORT,
         )
         self.security_group.connections.allow_from(
             clients, ec2.Port.tcp(KV_CACHE_PORT), "HyperPod model pods to the L2 KV cache"
-        )
-        private = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        subnet_group = elasticache.CfnSubnetGroup(
-            self, "Subnets", description="HyperPod L2 KV cache private subnets", subnet_ids=private.subnet_ids
-        )
-        self.resource = elasticache.CfnReplicationGroup(
-            self,
-            "Resource",
-            replication_group_description="inference-tiers hyperpod: L2 KV cache (LMCache)",
-            engine="valkey",
-            engine_version=engine_version,
-            cache_node_type=node_type,
-            cluster_mode="disabled",
-            num_cache_clusters=2,
-            automatic_failover_enabled=True,
-            multi_az_enabled=True,
-            transit_encryption_enabled=True,
-            transit_encryption_mode="required",
-            at_rest_encryption_enabled=True,
-            kms_key_id=encryption_key.key_arn,
-            cache_subnet_group_name=subnet_group.ref,
-            security_group_ids=[self.security_group.security_group_id],
-            port=KV_CACHE_PORT,
-            auto_minor_version_upgrade=True,
         )
         self.resource.apply_removal_policy(RemovalPolicy.DESTROY)
         no_auth = (
