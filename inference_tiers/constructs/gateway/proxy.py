@@ -590,23 +590,38 @@ class LiteLLMGateway(Construct):
             )
         return load_balancer, target_group
 
-    def _migration(self, private: ec2.SubnetSelection, workers: int) -> CustomResource:
+    def _handler(
+        self, name: str, *, asset: str, entry: str, timeout: Duration, memory_size: int, description: str
+    ) -> tuple[lambda_.Function, logs.LogGroup]:
+        """A Python function from ``assets/gateway/<asset>`` (``<name>Handler``) writing to its own log group
+        (``<name>Logs``: the gateway's key, one year, retained)."""
         log_group = logs.LogGroup(
             self,
-            "MigrationLogs",
+            f"{name}Logs",
             encryption_key=self.encryption_key,
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.RETAIN,
         )
         handler = lambda_.Function(
             self,
-            "MigrationHandler",
+            f"{name}Handler",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="index.on_event",
-            code=lambda_.Code.from_asset(str(ASSETS / "migrate")),
+            handler=entry,
+            code=lambda_.Code.from_asset(str(ASSETS / asset)),
+            timeout=timeout,
+            memory_size=memory_size,
+            log_group=log_group,
+            description=description,
+        )
+        return handler, log_group
+
+    def _migration(self, private: ec2.SubnetSelection, workers: int) -> CustomResource:
+        handler, log_group = self._handler(
+            "Migration",
+            asset="migrate",
+            entry="index.on_event",
             timeout=Duration.minutes(14),
             memory_size=256,
-            log_group=log_group,
             description="Provisions the gateway's database role and runs LiteLLM's migrations once per deploy",
         )
         database = self.database
@@ -694,22 +709,12 @@ class LiteLLMGateway(Construct):
     def _restart_on_rotation(self) -> lambda_.Function:
         """The rotation path (docs/gateway.md): each successful rotation of the proxy's database password starts a
         new deployment of the service (rolling, at least ``desired_count`` healthy tasks throughout)."""
-        log_group = logs.LogGroup(
-            self,
-            "RestartLogs",
-            encryption_key=self.encryption_key,
-            retention=logs.RetentionDays.ONE_YEAR,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        handler = lambda_.Function(
-            self,
-            "RestartHandler",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="index.on_rotation",
-            code=lambda_.Code.from_asset(str(ASSETS / "restart")),
+        handler, _ = self._handler(
+            "Restart",
+            asset="restart",
+            entry="index.on_rotation",
             timeout=Duration.seconds(30),
             memory_size=128,
-            log_group=log_group,
             description="Restarts the gateway's tasks after a rotation of their database password",
         )
         handler.add_to_role_policy(
