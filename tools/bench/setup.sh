@@ -7,14 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-venv=tools/bench/.venv
-stamp="$venv/.installed-$(cat tools/bench/requirements.txt tools/bench/make_tokenizer.py | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
-    -r tools/bench/requirements.txt
-  "$venv/bin/python" tools/bench/make_tokenizer.py "$venv/tokenizer"
-  touch "$stamp"
-fi
+source tools/tool_venv.sh
+tool_venv tools/bench tools/bench/make_tokenizer.py -- tools/bench/make_tokenizer.py tools/bench/.venv/tokenizer
 "$venv/bin/python" -c "import importlib.metadata as m; print('tools/bench/setup.sh: aiperf', m.version('aiperf'), 'ready')"

@@ -5,14 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-venv=tools/checkov/.venv
-stamp="$venv/.installed-$(sha256sum tools/checkov/requirements.txt | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
-    -r tools/checkov/requirements.txt
-  touch "$stamp"
-fi
+source tools/tool_venv.sh
+tool_venv tools/checkov
 # The version from the package metadata: running checkov would leave its parser cache (.lark_cache_*) in TMPDIR.
 "$venv/bin/python" -c "import importlib.metadata as m; print('tools/checkov/setup.sh: checkov', m.version('checkov'), 'ready')"

@@ -21,13 +21,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 fi
 
-venv=tools/gateway/.venv
-stamp="$venv/.installed-$(sha256sum tools/gateway/requirements.txt | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
-    -r tools/gateway/requirements.txt
-  touch "$stamp"
-fi
+source tools/tool_venv.sh
+tool_venv tools/gateway
 "$venv/bin/python" -c "import importlib.metadata as m; print('tools/gateway/setup.sh: litellm', m.version('litellm'), 'ready')"
