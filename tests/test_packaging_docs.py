@@ -10,6 +10,7 @@ import pdoc.doc
 import pytest
 
 import inference_tiers.constructs
+from inference_tiers.config import TIER_ORDER
 from tests.harness import PROJECT_ROOT
 from tools import build_docs
 
@@ -65,19 +66,7 @@ def test_the_reference_renders_the_constructs(tmp_path: Path) -> None:
         assert f'id="{name}"' in page
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        "bedrock",
-        "sagemaker",
-        "hyperpod",
-        "disaggregated",
-        "gateway",
-        "agent-sandbox",
-        "observability",
-        "inference-gateway",
-    ],
-)
+@pytest.mark.parametrize("page", [*TIER_ORDER, "inference-gateway"])
 def test_each_tier_page_links_the_reference(page: str) -> None:
     doc = (PROJECT_ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
     assert "(api/inference_tiers/constructs.html" in doc and "make docs" in doc

@@ -9,27 +9,15 @@ import math
 import pytest
 
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES
-from inference_tiers.ops.advise import Workload, advise, choose_instance
+from inference_tiers.ops.advise import advise, choose_instance
 from inference_tiers.ops.cli import main
 from inference_tiers.ops.kv_cache import GIB, size_kv
 from inference_tiers.ops.models import ModelArchitecture, preset
 from inference_tiers.ops.pricing import PriceTable, load_price_table
+from tests.ops.test_advise import workload
 
 PRICES = load_price_table()
 LLAMA_70B = preset("llama-3.1-70b")
-
-
-def workload(**overrides: object) -> Workload:
-    values: dict[str, object] = dict(
-        model_source="open",
-        runs_eks=False,
-        concurrency=16,
-        traffic="spiky",
-        input_tokens=2048,
-        output_tokens=512,
-    )
-    values.update(overrides)
-    return Workload(**values)  # type: ignore[arg-type]
 
 
 # --- GPU memory ---------------------------------------------------------------------------------------------------
