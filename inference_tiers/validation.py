@@ -43,19 +43,24 @@ class ArgumentError(ValueError):
         self.accepted = accepted
 
 
+_TOKEN_MARKER = "Token["
+
+
 def is_token(value: Any) -> bool:
     """True for a value CDK resolves only at synth or deploy time (a token string, number or list)."""
     if isinstance(value, Duration):
         return bool(value.is_unresolved())
+    # aws-cdk-lib answers False for a string without ``Token[`` before anything else (2.275.0,
+    # core/lib/private/encoding.js, ``unresolved``), so such a string needs no round trip to the jsii kernel.
     if isinstance(value, str):
-        return bool(Token.is_unresolved(value))
+        return _TOKEN_MARKER in value and bool(Token.is_unresolved(value))
     # Number tokens are finite floats; ints and bools never are (and jsii cannot even send NaN or infinity).
     if isinstance(value, float) and math.isfinite(value):
         return bool(Token.is_unresolved(value))
     # A list token is a list of (encoded) strings; a list of anything else is never one, and jsii could not
     # even send it to Token.is_unresolved (a list of tuples raises).
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return bool(Token.is_unresolved(value))
+        return any(_TOKEN_MARKER in item for item in value) and bool(Token.is_unresolved(value))
     return False
 
 

@@ -1,7 +1,7 @@
 """The app being validated, read once per validation: resources by type and by logical id, resolved on demand.
 
-Resolving a resource's properties costs a round trip to the jsii kernel, so only the resources a check asks
-for are resolved, and each at most once per validation.
+Each read is a round trip to the jsii kernel, so a resource is resolved only when a check asks for it, at most once
+per validation, and each stack's path is read once.
 """
 
 from __future__ import annotations
@@ -15,20 +15,11 @@ from constructs import IConstruct
 from inference_tiers.nag.rule import Resource
 
 
-def read_resource(node: CfnResource) -> Resource:
-    """``node`` with its properties rendered and resolved the way the synthesized template shows them.
-
-    Raw overrides (``add_property_override``) are not part of the construct's properties, exactly as in
-    cdk-nag's own rules: a resource fixed that way must acknowledge the finding.
-    """
-    stack = Stack.of(node)
-    properties: Any = node._render_properties(stack.resolve(node._cfn_properties))
-    return Resource(
-        type=node.cfn_resource_type,
-        logical_id=str(stack.resolve(node.logical_id)),
-        stack=stack.node.path,
-        properties=properties or {},
-    )
+def object_key(obj: Any) -> str:
+    """The jsii kernel's id of the JavaScript object behind ``obj``. Each crossing into Python makes a new proxy
+    (``is`` and ``==`` do not hold between two of them), but every proxy of one object carries this id."""
+    ref: str = obj.__jsii_ref__.ref
+    return ref
 
 
 class ConstructTreeFacts:
@@ -38,12 +29,32 @@ class ConstructTreeFacts:
         self._root = root
         self._nodes: list[tuple[CfnResource, str]] | None = None
         self._resolved: dict[str, Resource] = {}
+        self._stack_paths: dict[str, str] = {}
 
-    def resource(self, node: CfnResource) -> Resource:
-        path = node.node.path
-        if path not in self._resolved:
-            self._resolved[path] = read_resource(node)
-        return self._resolved[path]
+    def resource(self, node: CfnResource, kind: str | None = None) -> Resource:
+        """``node`` with its properties rendered and resolved the way the synthesized template shows them
+        (``kind``: its CloudFormation type, when the caller has read it already).
+
+        Raw overrides (``add_property_override``) are not part of the construct's properties, exactly as in
+        cdk-nag's own rules: a resource fixed that way must acknowledge the finding.
+        """
+        key = object_key(node)
+        if key not in self._resolved:
+            stack = Stack.of(node)
+            properties: Any = node._render_properties(stack.resolve(node._cfn_properties))
+            self._resolved[key] = Resource(
+                type=kind or node.cfn_resource_type,
+                logical_id=str(stack.resolve(node.logical_id)),
+                stack=self._stack_path(stack),
+                properties=properties or {},
+            )
+        return self._resolved[key]
+
+    def _stack_path(self, stack: Stack) -> str:
+        key = object_key(stack)
+        if key not in self._stack_paths:
+            self._stack_paths[key] = stack.node.path
+        return self._stack_paths[key]
 
     def _all_nodes(self) -> list[tuple[CfnResource, str]]:
         """Every CloudFormation resource under the root, with its type (read once: each read is a round trip)."""
@@ -54,4 +65,4 @@ class ConstructTreeFacts:
         return self._nodes
 
     def of_type(self, *types: str) -> Sequence[Resource]:
-        return [self.resource(node) for node, kind in self._all_nodes() if kind in types]
+        return [self.resource(node, kind) for node, kind in self._all_nodes() if kind in types]

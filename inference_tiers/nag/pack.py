@@ -12,7 +12,7 @@ import typing
 
 import jsii
 from aws_cdk import CfnResource, PolicyValidationPluginReport
-from cdk_nag import IApplyRule, NagMessageLevel, NagPack
+from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from constructs import IConstruct
 
 from inference_tiers.nag.facts import ConstructTreeFacts
@@ -21,16 +21,19 @@ from inference_tiers.nag.rules import RULES
 
 
 @jsii.implements(IApplyRule)
-class _Application:
-    """One rule applied to one resource, in the shape cdk-nag's engine calls back into.
+class _Finding:
+    """A rule's outcome on one resource that cdk-nag must report unless it is acknowledged: non-compliant, the
+    findings it returned, or the error its check raised (which cdk-nag turns into a finding of that rule).
 
-    jsii reads an interface's members from the class, so they are properties, not instance attributes.
+    The pack evaluates its rules in Python and hands cdk-nag only these: each member cdk-nag reads is a round trip
+    through the jsii kernel, and a compliant outcome needs none. jsii reads an interface's members from the class,
+    so they are properties, not instance attributes.
     """
 
-    def __init__(self, rule: Rule, node: CfnResource, facts: ConstructTreeFacts) -> None:
+    def __init__(self, rule: Rule, node: CfnResource, outcome: Result | Exception) -> None:
         self._rule = rule
         self._node = node
-        self._facts = facts
+        self._outcome = outcome
 
     @property
     def rule_suffix_override(self) -> str | None:
@@ -53,9 +56,9 @@ class _Application:
         return self._node
 
     def rule(self, node: CfnResource) -> Result:
-        # Resolving inside the callback: cdk-nag turns an exception here into a finding of this rule on this
-        # resource instead of aborting the whole validation.
-        return self._rule.check(self._facts.resource(node), self._facts)
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
 
 
 class InferenceChecks(NagPack):
@@ -89,6 +92,19 @@ class InferenceChecks(NagPack):
 
     def _check_resource(self, node: CfnResource) -> None:
         assert self._facts is not None, "cdk-nag calls checkResource only from validateScope"
-        for rule in self._rules_by_type.get(node.cfn_resource_type, ()):
-            # IApplyRule's typing declares its members settable; cdk-nag only reads them.
-            self._apply_rule(typing.cast(IApplyRule, _Application(rule, node, self._facts)))
+        kind = node.cfn_resource_type
+        for rule in self._rules_by_type.get(kind, ()):
+            outcome: Result | Exception
+            try:
+                outcome = rule.check(self._facts.resource(node, kind), self._facts)
+            # cdk-nag reports an error as a finding of this rule, as it does for its own rules.
+            except Exception as error:
+                outcome = error
+            if outcome not in _PASSED:
+                # IApplyRule's typing declares its members settable; cdk-nag only reads them.
+                self._apply_rule(typing.cast(IApplyRule, _Finding(rule, node, outcome)))
+
+
+# Outcomes cdk-nag's applyRule does nothing with: it acts only on NON_COMPLIANT and on each finding of a list (cdk-nag
+# 3.0.2, lib/nag-pack.js, NagPack.applyRule).
+_PASSED: tuple[Result, ...] = (NagRuleCompliance.COMPLIANT, NagRuleCompliance.NOT_APPLICABLE, [])

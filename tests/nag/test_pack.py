@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from aws_cdk import Acknowledgment, App, Stack, Validations
 from aws_cdk import aws_iam as iam
+from cdk_nag import NagMessageLevel
 
-from inference_tiers.nag import RULES, InferenceChecks
+from inference_tiers.nag import RULES, InferenceChecks, pack
+from inference_tiers.nag.rule import AppFacts, Resource, Result, Rule
 from tests.nag.support import findings, new_stack
 
 MODEL = "arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-2-lite-v1:0"
@@ -128,3 +130,38 @@ def test_pack_reports_its_name_and_runs_non_verbose_on_request(tmp_path: Path) -
     assert pack.name == "inference-tiers"
     descriptions = {v.rule_name: v.description for v in pack.validate_scope(stack).violations}
     assert descriptions["InferenceTiers-BR5"] == next(r.info for r in RULES if r.id == "InferenceTiers-BR5")
+
+
+def _rule_that_raises(suffix: str) -> Rule:
+    def check(resource: Resource, facts: AppFacts) -> Result:
+        raise ValueError(f"cannot read {resource.logical_id}")
+
+    return Rule(
+        suffix=suffix,
+        level=NagMessageLevel.ERROR,
+        info="A rule under test.",
+        explanation="It raises, as a check that meets an unexpected property shape would.",
+        documentation="https://docs.aws.amazon.com/",
+        resource_types=frozenset({"AWS::IAM::Role"}),
+        check=check,
+    )
+
+
+def test_a_check_that_raises_is_a_finding_of_its_rule_unless_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pack evaluates its rules in Python before it hands cdk-nag anything: an error must still reach cdk-nag
+    as a finding of that rule on that resource, with the error's message, and be acknowledgeable like any other."""
+    monkeypatch.setattr(pack, "RULES", (_rule_that_raises("ERR1"),))
+    stack = new_stack(tmp_path)
+    role = iam.Role(stack, "Plain", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    report = InferenceChecks().validate_scope(stack)
+    ((violation,),) = [[v for v in report.violations if v.rule_name == "InferenceTiers-ERR1"]]
+    assert [str(r.construct_path) for r in violation.violating_resources] == ["Test/Plain/Resource"]
+    assert "Rule threw an error during validation" in violation.description
+    assert re.search(r"cannot read Plain[0-9A-F]{8}\b", violation.description), violation.description
+
+    Validations.of(role).acknowledge(
+        Acknowledgment(id="InferenceTiers-ERR1", reason="the test rule raises on purpose for every role")
+    )
+    assert InferenceChecks().validate_scope(stack).violations == []
