@@ -16,6 +16,7 @@ from aws_cdk.assertions import Template
 from constructs import Construct
 
 from inference_tiers.app_factory import TIERS
+from inference_tiers.constructs.common import checkov
 from inference_tiers.constructs.common.checkov import (
     AWS_CUSTOM_RESOURCE,
     BUCKET_DEPLOYMENT,
@@ -275,3 +276,33 @@ def test_sagemaker_model_skips_network_isolation_only_for_hub_weights(
     [skip] = hub_model["Metadata"]["checkov"]["skip"]
     assert skip["id"] == "CKV_AWS_370"
     assert "Hub weights are downloaded by the container" in skip["comment"]
+
+
+def test_the_aspect_names_each_framework_class_by_its_aws_cdk_jsii_name() -> None:
+    """The Aspect matches classes by jsii name so that it imports none of their modules: each name must be the one
+    aws-cdk-lib's Python module gives the class."""
+    from aws_cdk import CustomResourceProviderBase
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_s3_deployment as s3_deployment
+    from aws_cdk import custom_resources as cr
+
+    assert {
+        checkov.FUNCTION: lambda_.Function,
+        checkov.CFN_FUNCTION: lambda_.CfnFunction,
+        checkov.CUSTOM_RESOURCE_PROVIDER_BASE: CustomResourceProviderBase,
+        checkov.PROVIDER: cr.Provider,
+        checkov.KUBECTL_PROVIDER: eks.KubectlProvider,
+        checkov.BUCKET_DEPLOYMENT_CLASS: s3_deployment.BucketDeployment,
+        checkov.AWS_CUSTOM_RESOURCE_CLASS: cr.AwsCustomResource,
+    } == {
+        cls.__jsii_type__: cls
+        for cls in (
+            lambda_.Function,
+            lambda_.CfnFunction,
+            CustomResourceProviderBase,
+            cr.Provider,
+            eks.KubectlProvider,
+            s3_deployment.BucketDeployment,
+            cr.AwsCustomResource,
+        )
+    }

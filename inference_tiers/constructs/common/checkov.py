@@ -12,13 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import jsii
-from aws_cdk import CfnResource, CustomResourceProviderBase, IAspect, Stack
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_s3_deployment as s3_deployment
-from aws_cdk import custom_resources as cr
+from aws_cdk import CfnResource, IAspect, Stack
 from constructs import Construct, IConstruct
 
 from inference_tiers.validation import Args
@@ -139,31 +136,50 @@ class FrameworkFunctionSkips:
 
     def visit(self, node: IConstruct) -> None:
         for resource, kind in _framework_functions(node):
-            function = resource.node.scope
+            function: Any = resource.node.scope
             # A framework function placed in a VPC passes CKV_AWS_117: skipping it would hide that.
-            in_vpc = isinstance(function, lambda_.Function) and function.is_bound_to_vpc
+            in_vpc = _is_a(function, FUNCTION) and function.is_bound_to_vpc
             for check_id, reason in kind.skips.items():
                 if check_id not in skipped_checks(resource) and not (check_id == "CKV_AWS_117" and in_vpc):
                     skip_check(resource, check_id, f"{kind.name}: {reason}")
 
 
-def _framework_functions(node: IConstruct) -> Iterable[tuple[CfnResource, FrameworkFunction]]:
-    """The framework functions ``node`` holds directly, each with its kind."""
-    if isinstance(node, CustomResourceProviderBase):
+# The aws-cdk classes the framework functions come from, by jsii name: every app imports this module (build_app
+# applies the Aspect), and importing aws_eks_v2, aws_lambda, aws_s3_deployment and custom_resources to name them
+# would cost a tier that uses none of them about a quarter of a second.
+FUNCTION = "aws-cdk-lib.aws_lambda.Function"
+CFN_FUNCTION = "aws-cdk-lib.aws_lambda.CfnFunction"
+CUSTOM_RESOURCE_PROVIDER_BASE = "aws-cdk-lib.CustomResourceProviderBase"
+PROVIDER = "aws-cdk-lib.custom_resources.Provider"
+KUBECTL_PROVIDER = "aws-cdk-lib.aws_eks_v2.KubectlProvider"
+BUCKET_DEPLOYMENT_CLASS = "aws-cdk-lib.aws_s3_deployment.BucketDeployment"
+AWS_CUSTOM_RESOURCE_CLASS = "aws-cdk-lib.custom_resources.AwsCustomResource"
+
+
+def _is_a(node: object, jsii_type: str) -> bool:
+    """``isinstance(node, <the aws-cdk class named jsii_type>)`` without importing that class's module: a proxy's
+    class (and each of its bases) records the jsii name it was generated for."""
+    return any(vars(c).get("__jsii_declared_type__") == jsii_type for c in type(node).__mro__)
+
+
+def _framework_functions(node: Any) -> Iterable[tuple[CfnResource, FrameworkFunction]]:
+    """The framework functions ``node`` holds directly, each with its kind (``node`` is typed Any: each branch
+    reads the members of the class ``_is_a`` found)."""
+    if _is_a(node, CUSTOM_RESOURCE_PROVIDER_BASE):
         handler = node.node.try_find_child("Handler")
         if isinstance(handler, CfnResource) and handler.cfn_resource_type == "AWS::Lambda::Function":
             yield handler, CUSTOM_RESOURCE_PROVIDER
-    elif isinstance(node, cr.Provider):
+    elif _is_a(node, PROVIDER):
         for child in node.node.children:
-            if isinstance(child, lambda_.Function) and re.fullmatch(r"framework-[A-Za-z]+", child.node.id):
+            if _is_a(child, FUNCTION) and re.fullmatch(r"framework-[A-Za-z]+", child.node.id):
                 yield _cfn_function(child), PROVIDER_FRAMEWORK
-    elif isinstance(node, eks.KubectlProvider):
+    elif _is_a(node, KUBECTL_PROVIDER):
         handler = node.node.try_find_child("Handler")
-        if isinstance(handler, lambda_.Function):
+        if _is_a(handler, FUNCTION):
             yield _cfn_function(handler), KUBECTL_HANDLER
-    elif isinstance(node, s3_deployment.BucketDeployment):
+    elif _is_a(node, BUCKET_DEPLOYMENT_CLASS):
         yield from _singleton_with_role(node, node.handler_role, BUCKET_DEPLOYMENT)
-    elif isinstance(node, cr.AwsCustomResource) and isinstance(node.grant_principal, Construct):
+    elif _is_a(node, AWS_CUSTOM_RESOURCE_CLASS) and isinstance(node.grant_principal, Construct):
         yield from _singleton_with_role(node, node.grant_principal, AWS_CUSTOM_RESOURCE)
 
 
@@ -171,12 +187,15 @@ def _singleton_with_role(
     node: IConstruct, role: IConstruct, kind: FrameworkFunction
 ) -> Iterable[tuple[CfnResource, FrameworkFunction]]:
     """The singleton function aws-cdk adds at the stack's root for ``node``: the one whose role is ``role``."""
-    for child in Stack.of(node).node.children:
-        if isinstance(child, lambda_.Function) and child.role and child.role.node.path == role.node.path:
+    children: list[Any] = Stack.of(node).node.children
+    for child in children:
+        if _is_a(child, FUNCTION) and child.role and child.role.node.path == role.node.path:
             yield _cfn_function(child), kind
 
 
-def _cfn_function(function: lambda_.Function) -> CfnResource:
+def _cfn_function(function: Any) -> CfnResource:
     resource = function.node.default_child
-    assert isinstance(resource, lambda_.CfnFunction), f"{function.node.path} has no AWS::Lambda::Function"
+    assert isinstance(resource, CfnResource) and _is_a(resource, CFN_FUNCTION), (
+        f"{function.node.path} has no AWS::Lambda::Function"
+    )
     return resource
