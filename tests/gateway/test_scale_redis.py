@@ -2,7 +2,7 @@
 Valkey in non-cluster mode requires) with the rendered Redis settings: a cooldown one proxy sets holds on the
 other, a budget is enforced across both, and so is a rate limit (gateway.requests_per_minute). Without Redis
 (neither the rendered settings nor the REDIS_* environment) all three fail: each proxy then counts alone
-(checked by hand while writing them)."""
+(checked by hand, last with the one configuration the three tests now share)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import datetime
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,14 +160,21 @@ def run_redis(folder: Path) -> Iterator[Redis]:
 
 
 def config(stub: StubBackend) -> dict[str, Any]:
+    """One configuration for every test, so that the module starts one pair of proxies (each start takes seconds):
+    a primary that fails over to its fallback, a budgeted model and a rate-limited one, rendered together as a
+    gateway with all three features renders them."""
     rendered = render_config(
         [
             OpenAICompatibleModel("primary", f"{stub.url}/down/v1", "served-by-primary"),
             OpenAICompatibleModel("fallback", f"{stub.url}/v1", "served-by-fallback"),
             OpenAICompatibleModel("budgeted", f"{stub.url}/v1", "served-budgeted"),
+            OpenAICompatibleModel("limited", f"{stub.url}/v1", "served-limited"),
         ],
         router=RouterOptions(
-            allowed_fails=ALLOWED_FAILS, cooldown_seconds=300, fallbacks={"primary": ["fallback"]}
+            allowed_fails=ALLOWED_FAILS,
+            cooldown_seconds=300,
+            fallbacks={"primary": ["fallback"]},
+            requests_per_minute={"limited": RATE_LIMIT},
         ),
         features=ProxyFeatures(database=False, redis=True),
     )
@@ -186,19 +193,11 @@ def config(stub: StubBackend) -> dict[str, Any]:
     return rendered
 
 
-def limited_config(stub: StubBackend) -> dict[str, Any]:
-    return render_config(
-        [OpenAICompatibleModel("limited", f"{stub.url}/v1", "served-limited")],
-        router=RouterOptions(requests_per_minute={"limited": RATE_LIMIT}),
-        features=ProxyFeatures(database=False, redis=True),
-    )
-
-
-@contextlib.contextmanager
-def two_proxies(
-    render: Callable[[StubBackend], dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+@pytest.fixture(scope="module")
+def proxies(
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
-    """Two proxies with ``render``'s configuration, sharing one Redis."""
+    """Two proxies with the rendered configuration, sharing one Redis."""
     with StubBackend() as stub, run_redis(tmp_path_factory.mktemp("redis")) as redis:
         # What LiteLLMGateway gives the container (constructs/gateway/proxy.py): host, port, AUTH token, TLS on;
         # plus the test CA (ElastiCache's certificates chain to a CA the image already trusts).
@@ -210,28 +209,12 @@ def two_proxies(
             "REDIS_SSL": "True",
             "REDIS_SSL_CA_CERTS": str(redis.ca),
         }
-        text = render_text(render(stub))
+        text = render_text(config(stub))
         with (
             run_proxy(text, tmp_path_factory.mktemp("a"), extra_env=env) as a,
             run_proxy(text, tmp_path_factory.mktemp("b"), extra_env=env) as b,
         ):
             yield stub, a, b
-
-
-@pytest.fixture(scope="module")
-def proxies(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
-    with two_proxies(config, tmp_path_factory) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def limited_proxies(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[StubBackend, RunningProxy, RunningProxy]]:
-    with two_proxies(limited_config, tmp_path_factory) as running:
-        yield running
 
 
 def chat(proxy: RunningProxy, model: str) -> tuple[int, Any]:
@@ -277,9 +260,9 @@ def test_a_budget_is_enforced_across_both_proxies(
 
 
 def test_a_rate_limit_is_enforced_across_both_proxies(
-    limited_proxies: tuple[StubBackend, RunningProxy, RunningProxy],
+    proxies: tuple[StubBackend, RunningProxy, RunningProxy],
 ) -> None:
-    stub, a, b = limited_proxies
+    stub, a, b = proxies
     # The limit counts calls per UTC minute (LiteLLM 1.104.0 router_strategy/lowest_tpm_rpm_v2.py:153-158): start
     # early in a minute so that the whole run falls within one.
     if datetime.datetime.now(datetime.UTC).second > 40:
@@ -295,7 +278,7 @@ def test_a_rate_limit_is_enforced_across_both_proxies(
             refusal_seconds.append(time.monotonic() - started)
         time.sleep(0.3)  # each proxy pushes its count to Redis, and reads the sum back, every 0.1 s
     accepted = statuses.count(200)
-    assert accepted == len(stub.received(lambda r: r.path == "/v1/chat/completions"))
+    assert accepted == len(stub.received(lambda r: r.body.get("model") == "served-limited"))
     # Alone, each proxy accepts RATE_LIMIT - 1 calls: it picks a deployment only while count + 1 < rpm
     # (lowest_tpm_rpm_v2.py:341-346), so 2 x (RATE_LIMIT - 1) without Redis. Shared, the two accept the one limit
     # between them (RATE_LIMIT - 1 if each proxy's count is already the sum when it decides, as for one proxy).
