@@ -95,9 +95,14 @@ class AddonVersions:
     """
 
     vpc_cni: str
+    """The ``vpc-cni`` add-on build, such as ``v1.21.1-eksbuild.3``: v1.18.5 or later, the first release that
+    handles ``efa-only`` interfaces."""
     kube_proxy: str
+    """The ``kube-proxy`` add-on build, such as ``v1.35.0-eksbuild.2``."""
     coredns: str
+    """The ``coredns`` add-on build, such as ``v1.13.2-eksbuild.1``."""
     pod_identity_agent: str
+    """The ``eks-pod-identity-agent`` add-on build, such as ``v1.3.10-eksbuild.3``."""
 
     def by_name(self) -> dict[str, str]:
         """EKS add-on name to version, as the cluster installs them (and preflight checks them)."""
@@ -303,7 +308,12 @@ class EksCluster(Construct):
         super().__init__(scope, construct_id)
 
         self.kubernetes_version = KUBERNETES_VERSION
+        """The cluster's Kubernetes version, ``KUBERNETES_VERSION`` (``1.35``): check add-on and chart
+        versions against it."""
         self.log_key: kms.IKey = log_key or _log_key(self)
+        """The KMS key of the log groups this construct creates (the kubectl provider's and, when it creates
+        the VPC, the flow logs): the ``log_key`` passed in, or a new rotated key retained on stack
+        deletion."""
         self.vpc: ec2.IVpc = (
             vpc
             if vpc is not None
@@ -315,11 +325,15 @@ class EksCluster(Construct):
                 nat_gateways=EKS_NAT_GATEWAYS,
             )
         )
+        """The cluster's VPC: the ``vpc`` passed in, or the new two-AZ VPC with private subnets behind NAT and
+        flow logs. Put further node groups and load balancers in its private subnets."""
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
 
         self.secrets_key: kms.IKey = secrets_key or retained_key(
             self, "SecretsKey", "Envelope encryption of Kubernetes secrets in the inference EKS cluster"
         )
+        """The KMS key that envelope-encrypts Kubernetes secrets: the ``secrets_key`` passed in, or a new
+        rotated key retained on stack deletion."""
 
         self.cluster = eks.Cluster(
             self,
@@ -343,16 +357,28 @@ class EksCluster(Construct):
                 kubectl_layer=KubectlV35Layer(self, "KubectlLayer"),
             ),
         )
+        """The ``aws_eks_v2.Cluster``, with its kubectl provider: pass it to node groups, Helm charts and
+        manifests (the other constructs of this package take it as ``cluster``)."""
         self.cluster_name = self.cluster.cluster_name
+        """The EKS cluster's name (a deploy-time token), for add-ons, policies and commands that name the
+        cluster."""
         self.kubeconfig_command = (
             f"aws eks update-kubeconfig --region {Aws.REGION} --name {self.cluster_name}"
         )
         """The command that points kubectl at this cluster (a deploy-time string, e.g. for a stack output)."""
         self.cluster_security_group_id = self.cluster.cluster_security_group_id
+        """The id of the cluster security group EKS creates (a deploy-time token), which the control-plane
+        interfaces and the managed nodes carry; put it on other resources that must reach the cluster, such as
+        EFA interfaces or HyperPod nodes."""
         provider = self.cluster.kubectl_provider
         assert provider is not None  # kubectl_provider_options is always passed above
         self.kubectl_provider: eks.IKubectlProvider = provider
+        """The kubectl/Helm provider (a Lambda with the ``KubectlV35Layer``) that applies this cluster's
+        manifests and Helm charts."""
         self.kubectl_role: iam.IRole | None = getattr(provider, "role", None)
+        """The execution role of the kubectl provider's handler, which has a cluster-admin access entry: the
+        role to grant further permissions to when a chart or manifest source needs them. Typed optional
+        because ``IKubectlProvider.role`` is; the provider this construct creates always has one."""
         self._encrypt_provider_logs()
         for index, arn in enumerate(admins):
             self.cluster.grant_cluster_admin(f"Admin{index}", arn)
@@ -364,8 +390,13 @@ class EksCluster(Construct):
             )
 
         self.addons = self._add_addons(addon_versions)
+        """The EKS-managed add-ons by add-on name (``vpc-cni``, ``kube-proxy``, ``coredns``,
+        ``eks-pod-identity-agent``): make resources that need cluster networking or EKS Pod Identity depend on
+        them."""
 
         self.node_role = create_node_role(self, "NodeRole")
+        """The IAM role of the system node group, with the EKS worker, CNI and ECR read-only policies: reuse
+        it for other managed node groups (such as ``EfaNodeGroup(node_role=...)``)."""
         system_template = ec2.LaunchTemplate(
             self,
             "SystemLaunchTemplate",
@@ -400,6 +431,9 @@ class EksCluster(Construct):
             labels={SYSTEM_NODE_LABEL: "system"},
             enable_node_auto_repair=True,
         )
+        """The on-demand system node group (label ``inference-tiers/node-pool=system``): make charts and
+        manifests whose pods run on the system nodes depend on it, so that they install once the nodes
+        exist."""
         # coredns is a Deployment: without nodes the add-on would sit DEGRADED; create it once nodes exist.
         self.addons["coredns"].node.add_dependency(self.system_nodegroup)
         self._acknowledge_provider_findings()

@@ -134,6 +134,9 @@ class ClusterExporters(Construct):
             namespace=KUBE_STATE_METRICS_NAMESPACE,
             values=kube_state_metrics_values(),
         )
+        """The kube-state-metrics Helm chart (release ``kube-state-metrics`` in ``kube-system``), scheduled on
+        the system nodes: make it depend on ``EksCluster.system_nodegroup`` so that it installs once those
+        nodes exist."""
         self.efa_exporter = (
             None
             if spec is None
@@ -141,3 +144,4 @@ class ClusterExporters(Construct):
                 self, "EfaExporter", cluster=checked, manifest=efa_exporter_module.render(spec)
             )
         )
+        """The manifest with the EFA exporter's ConfigMap and DaemonSet, or None without ``efa_exporter``."""

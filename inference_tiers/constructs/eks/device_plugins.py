@@ -102,6 +102,8 @@ class GpuDevicePlugins(Construct):
             namespace="kube-system",
             values={"tolerations": toleration_values},
         )
+        """The ``aws-efa-k8s-device-plugin`` Helm chart in ``kube-system``, which makes the nodes advertise
+        ``vpc.amazonaws.com/efa``; make workloads that request EFA devices depend on it."""
         self.nvidia_device_plugin = eks.HelmChart(
             self,
             "NvidiaDevicePlugin",
@@ -113,3 +115,5 @@ class GpuDevicePlugins(Construct):
             # The chart's own default also tolerates CriticalAddonsOnly; keep it next to the GPU toleration.
             values={"tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *toleration_values]},
         )
+        """The ``nvidia-device-plugin`` Helm chart in ``kube-system``, which makes the nodes advertise
+        ``nvidia.com/gpu``; make workloads that request GPUs depend on it."""

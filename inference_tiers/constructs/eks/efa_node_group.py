@@ -164,7 +164,11 @@ class EfaNodeGroup(Construct):
             args.implements("node_role", node_role, iam.IRole)
         super().__init__(scope, construct_id)
         self.instance = _validate_instance_type(instance_type)
+        """The facts of ``instance_type`` (GPUs, GPU memory, vCPUs, memory, EFA devices), e.g. to size the
+        pods that run on these nodes."""
         self.efa_interfaces = _validate_efa_interfaces(efa_interfaces, self.instance)
+        """EFA devices attached to each node: ``efa_interfaces``, or all that the instance type has. A pod on
+        these nodes may request up to this many ``vpc.amazonaws.com/efa``."""
         create_placement_group = _validate_capacity(
             capacity_mode, capacity_reservation_id, placement_group, placement_group_name
         )
@@ -183,11 +187,18 @@ class EfaNodeGroup(Construct):
             # the self rules EFA needs, and CDK would silently drop a self egress rule on an allow-all group.
             allow_all_outbound=False,
         )
+        """The EFA security group, which allows all traffic to and from itself; every node interface carries
+        it and the cluster security group. The security group to allow further ingress on (or use
+        :attr:`connections`)."""
         self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "EFA self ingress")
         self.security_group.add_egress_rule(self.security_group, ec2.Port.all_traffic(), "EFA self egress")
         self.connections = self.security_group.connections
+        """The connections of :attr:`security_group`, e.g. ``nodes.connections.allow_from(peer, port)``."""
 
         self.placement_group: ec2.CfnPlacementGroup | None = None
+        """The cluster placement group this construct creates for the nodes, or None when it creates none (a
+        capacity reservation or Capacity Block, ``placement_group=False``, or an existing
+        ``placement_group_name``)."""
         if create_placement_group:
             self.placement_group = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster")
         group_name = self.placement_group.ref if self.placement_group else placement_group_name
@@ -238,6 +249,8 @@ class EfaNodeGroup(Construct):
                 user_data=Fn.base64(_NODEADM_RAID0),
             ),
         )
+        """The L1 launch template the nodes start from: instance type, EFA interfaces, placement, capacity
+        reservation or Capacity Block, IMDSv2, the encrypted gp3 root volume and the NVMe RAID0 user data."""
 
         # cfn-lint checks InstanceType against every linted region's offerings, and EFA GPU types exist only in
         # some regions. The stack is region-agnostic; `inference-tiers preflight` checks the offering in the
@@ -245,6 +258,8 @@ class EfaNodeGroup(Construct):
         self.launch_template.cfn_options.metadata = {"cfn-lint": {"config": {"ignore_checks": ["E3628"]}}}
 
         self.node_role: iam.IRole = node_role or create_node_role(self, "NodeRole")
+        """The nodes' IAM role: the ``node_role`` passed in, or a new role with the EKS worker, CNI and ECR
+        read-only policies. Pods get their AWS access through EKS Pod Identity, not through this role."""
         self.nodegroup = eks.Nodegroup(
             self,
             "Nodegroup",
@@ -273,6 +288,8 @@ class EfaNodeGroup(Construct):
             # Replace nodes whose GPUs or kubelet go unhealthy instead of leaving them in the pool.
             enable_node_auto_repair=True,
         )
+        """The EKS managed node group (``aws_eks_v2.Nodegroup``), tainted ``nvidia.com/gpu=true:NoSchedule``:
+        make workloads that must run on these nodes depend on it."""
 
 
 def _validate_instance_type(name: str) -> GpuInstanceType:

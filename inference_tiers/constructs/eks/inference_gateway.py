@@ -69,7 +69,9 @@ class ServiceBackend:
     """
 
     name: str
+    """The Service's name, in the gateway's namespace."""
     port: int
+    """The Service port the route sends requests to."""
 
 
 def nlb_full_name(name: str, dns_name: str) -> str:
@@ -166,7 +168,10 @@ class InferenceGateway(Construct):
             request_timeout_seconds=request_timeout_seconds,
             load_balancer_name=load_balancer_name,
         )
+        """The ``GatewaySpec`` the Gateway and HTTPRoute are rendered from: name, namespace, allowed client
+        CIDRs, request timeout (seconds) and NLB name."""
         self.cluster = cluster
+        """The EKS cluster the gateway's charts and manifests are installed on."""
 
         self.crds = eks.HelmChart(
             self,
@@ -176,14 +181,25 @@ class InferenceGateway(Construct):
             release="inference-gateway-crds",
             namespace="kube-system",
         )
+        """The Helm release ``inference-gateway-crds`` (in ``kube-system``) with the pinned Gateway API and
+        Inference Extension CRDs."""
         acknowledge_chart_asset_read(cluster.kubectl_provider)
         self.istio_base = self._istio_chart("IstioBase", "base", {})
+        """Istio's ``base`` chart (release ``istio-base`` in ``istio-system``), installed after
+        :attr:`crds`."""
         self.istio_base.node.add_dependency(self.crds)
         self.istiod = self._istio_chart("Istiod", "istiod", ISTIOD_VALUES)
+        """Istio's ``istiod`` chart (release ``istio-istiod`` in ``istio-system``) with the inference
+        extension switched on, installed after :attr:`istio_base`."""
         self.istiod.node.add_dependency(self.istio_base)
 
         self.keda: eks.HelmChart | None = None
+        """The KEDA chart (release ``keda`` in namespace ``keda``), or None when this construct installs none
+        (no ``scaled_targets``, or ``install_keda=False``)."""
         self.keda_role: iam.Role | None = None
+        """The EKS Pod Identity role of the KEDA operator this construct installs, which may read ``metrics``
+        (``cloudwatch:GetMetricData``, or ``aps:QueryMetrics`` on the workspace); None when :attr:`keda` is
+        None. The role to grant further permissions to when KEDA scales on other sources."""
         if targets and install_keda:
             assert metrics is not None
             self.keda = self._keda(metrics)
@@ -211,6 +227,9 @@ class InferenceGateway(Construct):
                 for target in targets
             ]
         self.manifest = eks.KubernetesManifest(self, "Objects", cluster=cluster, manifest=objects)
+        """The manifest with every pool's InferencePool and Endpoint Picker, the Gateway, its HTTPRoute and,
+        with ``scaled_targets``, KEDA's TriggerAuthentication and one ScaledObject per target. Make anything
+        that sends requests through the gateway depend on it."""
         self.manifest.node.add_dependency(self.istiod)
         if self.keda is not None:
             self.manifest.node.add_dependency(self.keda)
@@ -228,6 +247,8 @@ class InferenceGateway(Construct):
         )
         load_balancer.node.add_dependency(self.manifest)
         self.load_balancer = load_balancer
+        """Reads the hostname of the gateway proxy's Service (``<name>-istio``) once its internal NLB exists,
+        waiting up to 15 minutes; its ``value`` is the NLB's DNS name (a deploy-time token)."""
         self.endpoint = f"http://{load_balancer.value}:{GATEWAY_PORT}"
         """OpenAI-compatible base URL of the gateway's internal NLB (a deploy-time token)."""
         self.load_balancer_full_name = (

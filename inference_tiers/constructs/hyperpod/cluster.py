@@ -57,8 +57,11 @@ class HyperPodTaint:
     """
 
     key: str
+    """The taint key, at most 316 characters."""
     value: str
+    """The taint value, at most 63 characters (may be empty)."""
     effect: str = "NoSchedule"
+    """``NoSchedule`` (default), ``PreferNoSchedule`` or ``NoExecute``."""
 
     def __post_init__(self) -> None:
         args = Args("HyperPodTaint")
@@ -84,17 +87,26 @@ class HyperPodInstanceGroup:
     """
 
     name: str
+    """The group's name: letters, digits and ``-``, at most 63 characters, unique within the cluster."""
     instance_type: str
     """SageMaker name, e.g. ``ml.g6e.12xlarge`` or ``ml.p5.48xlarge``."""
     instance_count: int
+    """Instances in the group, 0 to 256 (a token is accepted); the node barrier waits for this many to be
+    Running."""
     threads_per_core: int = 1
+    """Threads per CPU core: 1 (default, no simultaneous multithreading) or 2."""
     ebs_volume_gb: int = 500
     """Secondary EBS volume HyperPod mounts at /opt/sagemaker (images, logs)."""
     deep_health_checks: tuple[str, ...] = DEEP_HEALTH_CHECKS
+    """The deep health checks HyperPod runs before a node joins (``InstanceStress``,
+    ``InstanceConnectivity``); default both, ``()`` for none (required with :attr:`taints`)."""
     training_plan_arn: str | None = None
     """Run the group on a SageMaker training plan (reserved capacity)."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    """Kubernetes labels put on every node of the group; empty by default."""
     taints: tuple[HyperPodTaint, ...] = ()
+    """Taints put on every node of the group; empty by default, and allowed only without deep health
+    checks."""
 
     def __post_init__(self) -> None:
         args = Args("HyperPodInstanceGroup")
@@ -229,12 +241,19 @@ class HyperPodCluster(Construct):
             )
         super().__init__(scope, construct_id)
         self.tiered_storage_memory_percent = tiered_storage_memory_percent
+        """The share of every instance's memory given to managed tiered storage (the inference operator's
+        ``tieredstorage`` L2 KV cache), in percent; None when tiered storage is off."""
         self.instance_groups = tuple(instance_groups)
+        """The instance groups, in the order given."""
         self.log_key: kms.IKey = log_key or _log_key(self)
+        """The KMS key of the log groups this construct creates (node barrier, its waiter, the script upload):
+        the ``log_key`` passed in, or a new rotated key retained on stack deletion."""
 
         self.lifecycle_key = retained_key(
             self, "LifecycleKey", "Encrypts the HyperPod lifecycle scripts bucket"
         )
+        """The KMS key (rotated, retained on stack deletion) that encrypts :attr:`lifecycle_bucket`;
+        :attr:`execution_role` may decrypt with it."""
         self.lifecycle_bucket = private_bucket(
             self,
             "LifecycleBucket",
@@ -242,6 +261,8 @@ class HyperPodCluster(Construct):
             access_logs=access_logs_bucket,
             access_logs_prefix="hyperpod-lifecycle/",
         )
+        """The private bucket holding the lifecycle scripts under ``lifecycle/``, which HyperPod copies to
+        each instance with :attr:`execution_role`."""
         self.lifecycle_deployment = s3_deployment.BucketDeployment(
             self,
             "LifecycleScripts",
@@ -250,6 +271,8 @@ class HyperPodCluster(Construct):
             destination_key_prefix=f"{LIFECYCLE_PREFIX}/",
             log_group=self._log_group("LifecycleScriptsLogs"),
         )
+        """The upload of ``lifecycle_scripts`` to the ``lifecycle/`` prefix of :attr:`lifecycle_bucket`; the
+        cluster is created after it."""
 
         self._acknowledge_deployment_findings()
 
@@ -262,6 +285,8 @@ class HyperPodCluster(Construct):
                 iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
             ],
         )
+        """The role every HyperPod instance runs with (EKS node, VPC CNI, image pulls, lifecycle script
+        reads): the role to grant further permissions to when the nodes themselves need them."""
         self._grant_node_permissions(cluster)
         self._grant_lifecycle_read()
 
@@ -288,14 +313,21 @@ class HyperPodCluster(Construct):
                 else None
             ),
         )
+        """The ``AWS::SageMaker::Cluster`` resource (L1 ``CfnCluster``)."""
         # Construct-level dependencies: the role's DefaultPolicy, the upload's custom resource and the chart's
         # release all land in DependsOn (a GetAtt alone would only order the cluster after the role).
         self.resource.node.add_dependency(
             self.execution_role, self.lifecycle_deployment, dependency_chart, *wait_for
         )
         self.cluster_arn = self.resource.attr_cluster_arn
+        """The HyperPod cluster's ARN (a deploy-time token), e.g. for IAM policies or the inference operator's
+        configuration."""
         self.cluster_name = self.resource.cluster_name
+        """The HyperPod cluster's name, generated from the construct path (at most 63 characters)."""
         self.nodes_ready = self._node_barrier(nodes_ready_timeout)
+        """The node barrier (``Custom::HyperPodNodesReady``): complete once the cluster exists and every
+        instance group has all its instances Running, within ``nodes_ready_timeout``. Make everything
+        scheduled on the HyperPod nodes depend on it."""
 
         acknowledge(
             self.execution_role,
@@ -306,6 +338,8 @@ class HyperPodCluster(Construct):
 
     @property
     def instance_types(self) -> tuple[str, ...]:
+        """The distinct instance types of the instance groups, in order of first appearance;
+        ``HyperPodModelEndpoint`` accepts only endpoints whose instance types are among them."""
         return tuple(dict.fromkeys(g.instance_type for g in self.instance_groups))
 
     def _render_group(

@@ -74,6 +74,7 @@ class HyperPodDependencyChart(Construct):
         super().__init__(scope, construct_id)
         # Absolute: the jsii kernel resolves a relative path against its own working directory, not Python's.
         self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory.resolve()))
+        """The S3 asset of ``chart_directory``, which the kubectl provider installs the chart from."""
         self.chart = eks.HelmChart(
             self,
             "Chart",
@@ -86,6 +87,8 @@ class HyperPodDependencyChart(Construct):
             wait=False,
             timeout=Duration.minutes(10),
         )
+        """The Helm release of the dependency chart (``release``, in ``kube-system``);
+        ``AWS::SageMaker::Cluster`` must depend on it (``HyperPodCluster`` does)."""
         assert cluster.kubectl_provider is not None, (
             "the cluster needs a kubectl provider to install Helm charts"
         )

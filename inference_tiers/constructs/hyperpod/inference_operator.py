@@ -147,6 +147,8 @@ class HyperPodInferenceOperator(Construct):
             # The managed policy's S3 statements cover only hyperpod-tls* buckets.
             bucket_name=f"{TLS_BUCKET_PREFIX}{suffix}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
         )
+        """The bucket (``hyperpod-tls-...``, SSE-S3) the operator keeps its TLS certificates in; the AWS
+        managed policy of :attr:`operator_role` covers it by name."""
 
         self.operator_role = self._service_account_role(
             "OperatorRole",
@@ -156,6 +158,10 @@ class HyperPodInferenceOperator(Construct):
             # SageMaker uses the role for the endpoint it registers in front of the model's load balancer.
             also_assumed_by=sagemaker_principal(self),
         )
+        """The operator's execution role (``SageMakerHyperPodInference-...``), for the service account
+        ``hyperpod-inference-controller-manager`` and for SageMaker, with
+        ``AmazonSageMakerHyperPodInferenceAccess``: the role to grant further permissions to when endpoints
+        need more."""
         self.operator_role.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess")
         )
@@ -170,6 +176,9 @@ class HyperPodInferenceOperator(Construct):
         # No bucket grant: the managed policy already covers hyperpod-tls* buckets (hence the name).
 
         self.keda_role = self._service_account_role("KedaRole", OPERATOR_NAMESPACE, "keda-operator")
+        """The service-account role of the add-on's KEDA operator: it may read CloudWatch metrics and, with
+        ``prometheus_workspace_arn``, query that workspace. The role to grant access to further metric
+        sources."""
         self.keda_role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadMetrics",
@@ -193,13 +202,20 @@ class HyperPodInferenceOperator(Construct):
         self.load_balancer_controller_role = self._service_account_role(
             "LoadBalancerControllerRole", OPERATOR_NAMESPACE, "aws-load-balancer-controller"
         )
+        """The service-account role of the add-on's AWS Load Balancer Controller, which may create internal
+        load balancers only."""
         for statement in load_balancer_controller_statements():
             self.load_balancer_controller_role.add_to_policy(statement)
 
         self.s3_csi_role = self._service_account_role("S3CsiRole", "kube-system", "s3-csi-driver-sa")
+        """The service-account role of the Mountpoint for S3 CSI driver (``kube-system/s3-csi-driver-sa``),
+        which may list and read ``model_buckets`` (and decrypt with their KMS keys)."""
         for bucket in model_buckets:
             self._grant_model_read(bucket)
         self.fsx_csi_role = self._service_account_role("FsxCsiRole", "kube-system", "fsx-csi-controller-sa")
+        """The service-account role of the FSx for Lustre CSI controller
+        (``kube-system/fsx-csi-controller-sa``), which may only describe file systems (static
+        provisioning)."""
         self.fsx_csi_role.add_to_policy(
             iam.PolicyStatement(
                 sid="StaticVolumes",
@@ -217,6 +233,8 @@ class HyperPodInferenceOperator(Construct):
             self._addon(name, addon_versions[name], _PREREQUISITE_CONFIG[name], roles.get(name))
             for name in _PREREQUISITE_CONFIG
         ]
+        """The prerequisite EKS add-ons (L1 ``CfnAddon``): the Mountpoint for S3 and FSx CSI drivers,
+        metrics-server and cert-manager, each installed after the node barrier."""
         for addon in self.prerequisite_addons:
             addon.node.add_dependency(hyperpod_cluster.nodes_ready)
 
@@ -241,6 +259,8 @@ class HyperPodInferenceOperator(Construct):
             },
             None,
         )
+        """The ``amazon-sagemaker-hyperpod-inference`` add-on (L1 ``CfnAddon``), installed after the node
+        barrier and :attr:`prerequisite_addons`; make every ``InferenceEndpointConfig`` depend on it."""
         self.addon.node.add_dependency(hyperpod_cluster.nodes_ready, *self.prerequisite_addons)
         self._acknowledge_findings()
 

@@ -86,7 +86,9 @@ class HyperPodModelEndpoint(Construct):
                 raise args.error("adapter_key", adapter_key, "None when the endpoint has no lora adapters")
         super().__init__(scope, construct_id)
         self.endpoint = endpoint
+        """The ``InferenceEndpoint`` this construct applies."""
         self.document = render_inference_endpoint_config(endpoint)
+        """The rendered ``InferenceEndpointConfig`` object that :attr:`manifest` applies."""
         # Creation-only fields rename the custom resource too: CloudFormation then creates the new object and
         # deletes the old one (an update would `kubectl apply --prune`, whose default allowlist has no custom
         # resources, leaving the old endpoint running; aws-cdk-lib 2.275 aws-eks-v2 kubectl-handler/apply).
@@ -97,10 +99,14 @@ class HyperPodModelEndpoint(Construct):
             manifest=[self.document],
             overwrite=True,
         )
+        """The manifest that applies :attr:`document`, after the operator add-on (and, with ``endpoint.lora``,
+        after the ServiceAccount and its role); make resources that call the endpoint depend on it."""
         self.manifest.node.add_dependency(operator.addon)
         self.lora_role: iam.Role | None = None
         """The role the model pods fetch the LoRA adapters with (None without ``endpoint.lora``)."""
         self.service_account_manifest: eks.KubernetesManifest | None = None
+        """The manifest of the model pods' ServiceAccount (labelled user-assignable), or None without
+        ``endpoint.lora``."""
         if endpoint.lora is not None:
             self._add_lora_identity(cluster, endpoint.lora, adapter_key)
 

@@ -120,6 +120,9 @@ class HyperPodNetwork(Construct):
             flow_log_key=flow_log_key
             or retained_key(self, "FlowLogKey", "Encrypts the flow logs of the HyperPod VPC"),
         )
+        """The VPC: public and private subnets in two AZs (EKS control plane, internal load balancers, NAT)
+        and the HyperPod subnet's secondary CIDR block. The HyperPod subnet is not among its
+        ``private_subnets``: use :attr:`hyperpod_subnet`."""
 
         cidr_block = ec2.CfnVPCCidrBlock(
             self, "HyperPodCidr", vpc_id=self.vpc.vpc_id, cidr_block=hyperpod_subnet_cidr
@@ -133,6 +136,8 @@ class HyperPodNetwork(Construct):
             map_public_ip_on_launch=False,
             tags=[CfnTag(key=INTERNAL_ELB_TAG, value="1"), CfnTag(key="Name", value="hyperpod-private")],
         )
+        """The L1 ``CfnSubnet`` of the HyperPod subnet: all of ``hyperpod_subnet_cidr``, in
+        ``availability_zone_id``, tagged for internal load balancers."""
         self.hyperpod_subnet_resource.node.add_dependency(cidr_block)
         route_table = ec2.CfnRouteTable(self, "HyperPodRouteTable", vpc_id=self.vpc.vpc_id)
         ec2.CfnSubnetRouteTableAssociation(
@@ -155,6 +160,8 @@ class HyperPodNetwork(Construct):
             route_table_id=route_table.ref,
             ipv4_cidr_block=hyperpod_subnet_cidr,
         )
+        """The HyperPod subnet as an ``ISubnet`` (routed through the NAT gateway): the subnet to pass to
+        ``HyperPodCluster(subnets=...)``."""
 
         self.s3_endpoint = self.vpc.add_gateway_endpoint(
             "S3",
@@ -164,6 +171,8 @@ class HyperPodNetwork(Construct):
                 ec2.SubnetSelection(subnets=[self.hyperpod_subnet]),
             ],
         )
+        """The S3 gateway endpoint on the private route tables and the HyperPod subnet's (lifecycle scripts,
+        model weights and the operator's CA certificate)."""
         for subnet in self.vpc.private_subnets:
             _tag_subnet(subnet, INTERNAL_ELB_TAG)
         for subnet in self.vpc.public_subnets:
@@ -177,6 +186,9 @@ class HyperPodNetwork(Construct):
             description="HyperPod nodes and EKS control plane: all traffic within the group (EFA)",
             allow_all_outbound=True,
         )
+        """The security group of the HyperPod nodes and EKS control plane, which allows all traffic within
+        itself (EFA): pass it to ``HyperPodCluster(security_groups=...)``, and allow further ingress on it or
+        on :attr:`connections`."""
         self.security_group.add_ingress_rule(
             self.security_group, ec2.Port.all_traffic(), "EFA and node-to-node traffic within the group"
         )
@@ -189,6 +201,8 @@ class HyperPodNetwork(Construct):
             destination_security_group_id=self.security_group.security_group_id,
             description="EFA traffic to the group itself",
         )
+        """The egress rule from :attr:`security_group` to itself that EFA needs, an L1 rule because the L2
+        drops it on a group that allows all outbound traffic."""
 
     @property
     def connections(self) -> ec2.Connections:

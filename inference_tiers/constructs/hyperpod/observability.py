@@ -60,10 +60,16 @@ class HyperPodObservability(Construct):
         )
         super().__init__(scope, construct_id)
         self.workspace = aps.CfnWorkspace(self, "Prometheus", alias=f"{Stack.of(self).stack_name}-hyperpod")
+        """The Amazon Managed Prometheus workspace (alias ``<stack name>-hyperpod``) the add-on writes to."""
         self.prometheus_endpoint = self.workspace.attr_prometheus_endpoint
+        """The workspace's Prometheus endpoint URL, ending in ``/`` (a deploy-time token); the add-on
+        remote-writes to it."""
         self.workspace_arn = self.workspace.attr_arn
+        """The workspace's ARN (a deploy-time token), e.g. to let other roles query it."""
         # KEDA's prometheus trigger wants the workspace URL without the trailing "/" of PrometheusEndpoint.
         self.query_url = f"https://aps-workspaces.{Aws.REGION}.{Aws.URL_SUFFIX}/workspaces/{self.workspace.attr_workspace_id}"
+        """The workspace URL without the trailing ``/`` (a deploy-time token), as KEDA's ``prometheus``
+        trigger takes it."""
 
         self.collector_role = iam.Role(
             self,
@@ -71,6 +77,9 @@ class HyperPodObservability(Construct):
             description="HyperPod observability collector: remote-write to AMP, logs to CloudWatch",
             assumed_by=pod_identity_principal(self, cluster.cluster_arn),
         )
+        """The EKS Pod Identity role of the add-on's collector
+        (``hyperpod-observability-operator-otel-collector``): remote-write to the workspace and writes to the
+        ``/aws/sagemaker/Clusters/*`` log groups."""
         self.collector_role.add_to_policy(
             iam.PolicyStatement(
                 sid="RemoteWrite", actions=["aps:RemoteWrite"], resources=[self.workspace_arn]
@@ -96,6 +105,8 @@ class HyperPodObservability(Construct):
             "logging": {"enabled": True},
         }
         self.grafana_workspace: grafana.CfnWorkspace | None = None
+        """The Amazon Managed Grafana workspace (IAM Identity Center sign-in) that reads the Prometheus
+        workspace, or None without ``grafana_workspace``."""
         if grafana_workspace:
             self.grafana_workspace = self._grafana()
             config["amgWorkspace"] = {
@@ -118,6 +129,8 @@ class HyperPodObservability(Construct):
             ],
             resolve_conflicts="OVERWRITE",
         )
+        """The ``amazon-sagemaker-hyperpod-observability`` add-on (L1 ``CfnAddon``), installed after the node
+        barrier."""
         self.addon.node.add_dependency(hyperpod_cluster.nodes_ready)
         acknowledge(
             self.collector_role,
