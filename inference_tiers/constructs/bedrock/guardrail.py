@@ -180,14 +180,24 @@ class ContentFilter:
     """
 
     type: ContentFilterType
+    """The content category this filter applies to."""
     input_strength: FilterStrength = FilterStrength.MEDIUM
+    """How strongly prompts are filtered in this category (NONE: not at all)."""
     output_strength: FilterStrength | None = None
+    """How strongly responses are filtered in this category. ``None`` is resolved when the filter is created
+    (NONE for ``PROMPT_ATTACK``, else MEDIUM), so the attribute itself is never ``None``."""
     input_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a prompt matches: block it, or detect and report only (NONE)."""
     output_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a response matches: block it, or detect and report only (NONE)."""
     input_enabled: bool = True
+    """Whether prompts are evaluated against this filter; False skips them."""
     output_enabled: bool = True
+    """Whether responses are evaluated against this filter; False skips them."""
     input_modalities: tuple[Modality, ...] = (Modality.TEXT,)
+    """What is inspected in prompts: text, images or both (distinct :class:`Modality` values)."""
     output_modalities: tuple[Modality, ...] = (Modality.TEXT,)
+    """What is inspected in responses: text, images or both (distinct :class:`Modality` values)."""
 
     def __post_init__(self) -> None:
         args = Args("ContentFilter")
@@ -247,12 +257,22 @@ class DeniedTopic:
     """
 
     name: str
+    """The topic's name (1-100 letters, digits, spaces and ``-_!?.``), unique among the guardrail's denied
+    topics."""
     definition: str
+    """What the topic covers, in natural language (1-1000 characters): what prompts and responses are matched
+    against."""
     examples: tuple[str, ...] = ()
+    """Up to 5 example phrases of the topic, at most 100 characters each; empty for none."""
     input_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a prompt is on this topic: block it, or detect and report only (NONE)."""
     output_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a response is on this topic: block it, or detect and report only
+    (NONE)."""
     input_enabled: bool = True
+    """Whether prompts are checked for this topic; False skips them."""
     output_enabled: bool = True
+    """Whether responses are checked for this topic; False skips them."""
 
     def __post_init__(self) -> None:
         args = Args("DeniedTopic")
@@ -290,8 +310,11 @@ class WordFilter:
     """
 
     text: str
+    """The exact word or phrase (1-100 characters), unique among the guardrail's word filters."""
     input_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a prompt contains it: block it, or detect and report only (NONE)."""
     output_action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does when a response contains it: block it, or detect and report only (NONE)."""
 
     def __post_init__(self) -> None:
         args = Args("WordFilter")
@@ -317,8 +340,12 @@ class PiiEntity:
     """
 
     type: PiiEntityType
+    """The kind of PII detected; each type appears at most once in a guardrail."""
     input_action: PiiAction = PiiAction.NONE
+    """What the guardrail does with this PII in prompts: block, mask it (ANONYMIZE) or detect only (NONE)."""
     output_action: PiiAction = PiiAction.ANONYMIZE
+    """What the guardrail does with this PII in responses: block, mask it (ANONYMIZE) or detect only
+    (NONE)."""
 
     def __post_init__(self) -> None:
         args = Args("PiiEntity")
@@ -350,10 +377,15 @@ class RegexFilter:
     """
 
     name: str
+    """The filter's name (1-100 characters), unique among the guardrail's regex filters."""
     pattern: str
+    """The regular expression that matches the sensitive information (1-500 characters)."""
     description: str | None = None
+    """What the pattern matches (1-1000 characters); ``None`` for no description."""
     input_action: PiiAction = PiiAction.BLOCK
+    """What the guardrail does with a match in prompts: block, mask it (ANONYMIZE) or detect only (NONE)."""
     output_action: PiiAction = PiiAction.BLOCK
+    """What the guardrail does with a match in responses: block, mask it (ANONYMIZE) or detect only (NONE)."""
 
     def __post_init__(self) -> None:
         args = Args("RegexFilter")
@@ -388,8 +420,14 @@ class ContextualGrounding:
     """
 
     grounding_threshold: float | None = 0.75
+    """The lowest grounding score (0 to 0.99) a response may have, i.e. how well the source supports it;
+    ``None`` turns the grounding check off."""
     relevance_threshold: float | None = 0.75
+    """The lowest relevance score (0 to 0.99) a response may have for the query; ``None`` turns the relevance
+    check off."""
     action: GuardrailAction = GuardrailAction.BLOCK
+    """What the guardrail does with a response below a threshold: block it, or detect and report only
+    (NONE)."""
 
     def __post_init__(self) -> None:
         args = Args("ContextualGrounding")
@@ -428,7 +466,9 @@ class AutomatedReasoning:
     """
 
     policy_arns: tuple[str, ...]
+    """The one or two distinct, versioned automated-reasoning policy ARNs the guardrail checks with."""
     confidence_threshold: float | None = None
+    """The confidence threshold of the checks, 0 to 1; ``None`` leaves the service's default."""
 
     def __post_init__(self) -> None:
         args = Args("AutomatedReasoning")
@@ -502,10 +542,13 @@ class IGuardrail(Protocol):
     """What invoke access needs from a guardrail (ours, or one imported with your own class)."""
 
     @property
-    def guardrail_arn(self) -> str: ...
+    def guardrail_arn(self) -> str:
+        """The guardrail's ARN, without a version (what ApplyGuardrail is granted on)."""
 
     @property
-    def versioned_arn(self) -> str: ...
+    def versioned_arn(self) -> str:
+        """``<guardrail ARN>:<version>``: the value IAM's ``bedrock:GuardrailIdentifier`` key must carry in
+        the invoke policies of ``ModelInvokeAccess``."""
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` apply the guardrail (ApplyGuardrail) and decrypt it; returns the grant."""
@@ -602,9 +645,12 @@ class Guardrail(Construct):
         super().__init__(scope, construct_id)
         args = Args("Guardrail")
         self.tier = args.choice("tier", tier, GuardrailTier)
+        """The safeguard tier of the content filters and denied topics."""
         if cross_region_guardrail_profile is not None:
             _text(args, "cross_region_guardrail_profile", cross_region_guardrail_profile, 64, _PROFILE_ID)
         self.cross_region_guardrail_profile = cross_region_guardrail_profile
+        """The system guardrail profile id (such as ``us.guardrail.v1:0``) that lets the guardrail run in
+        other Regions of its geography; ``None`` for a guardrail that runs in its own Region only."""
         policy = _resolve_policy(
             args,
             content_filters=DEFAULT_CONTENT_FILTERS if content_filters is None else content_filters,
@@ -631,6 +677,8 @@ class Guardrail(Construct):
         self.kms_key: kms.IKey = kms_key or retained_key(
             self, "Key", "Encrypts an Amazon Bedrock guardrail's configuration"
         )
+        """The customer-managed key that encrypts the guardrail (``kms_key``, or a new retained key);
+        :meth:`grant_apply` grants ``kms:Decrypt`` on it."""
         self.resource = bedrock.CfnGuardrail(
             self,
             "Resource",
@@ -641,19 +689,28 @@ class Guardrail(Construct):
             kms_key_arn=self.kms_key.key_arn,
             **_cfn_policy_props(policy, Stack.of(self)),
         )
+        """The ``bedrock.CfnGuardrail`` itself, for properties this construct does not set."""
         # The version's logical id (and description) carry the policy hash: an unchanged policy keeps the same
         # version across deploys, a changed one makes CloudFormation create a new version after the update.
         self.policy_hash = policy.digest()[:16]
+        """The first 16 hex digits of the SHA-256 of the resolved policy. It is part of the version's logical
+        id and description, so a new version is created only when the policy changes."""
         self.version = bedrock.CfnGuardrailVersion(
             self,
             f"Version{self.policy_hash}",
             guardrail_identifier=self.resource.attr_guardrail_id,
             description=f"inference-tiers guardrail policy {self.policy_hash}",
         )
+        """The ``bedrock.CfnGuardrailVersion`` of the current policy (its number is
+        :attr:`guardrail_version`); retained when a policy change replaces it, so callers still pinning it
+        keep working."""
         # A replaced version stays until deleted by hand: a stack that reads the version parameter keeps
         # calling the old version until its own next deploy reads the new one.
         self.version.apply_removal_policy(RemovalPolicy.RETAIN)
         self.version_parameter_name = _version_parameter_name(args, self, version_parameter_name)
+        """The name of the SSM parameter that publishes :attr:`guardrail_version` to other stacks
+        (``version_parameter_name``; by default
+        ``/inference-tiers/<stack name>/<construct path in the stack>/GuardrailVersion``)."""
         self.version_parameter = ssm.StringParameter(
             self,
             "VersionParameter",
@@ -661,13 +718,17 @@ class Guardrail(Construct):
             string_value=self.guardrail_version,
             description="inference-tiers: the guardrail version callers pass (the guardrail contract)",
         )
+        """The ``ssm.StringParameter`` named :attr:`version_parameter_name` that holds the current version;
+        other stacks read it through :meth:`for_consumer`."""
 
     @property
     def guardrail_id(self) -> str:
+        """The guardrail's id (a deploy-time string)."""
         return self.resource.attr_guardrail_id
 
     @property
     def guardrail_arn(self) -> str:
+        """The guardrail's ARN, without a version (a deploy-time string)."""
         return self.resource.attr_guardrail_arn
 
     @property
@@ -864,15 +925,22 @@ class ImportedGuardrail:
             )
         self._guardrail_arn = guardrail_arn
         self.guardrail_version = guardrail_version
+        """The numbered version callers must pass (``1``, ``2``...), as given."""
         self.kms_key_arn = kms_key_arn
+        """The ARN of the guardrail's customer-managed key, on which :meth:`grant_apply` grants
+        ``kms:Decrypt``; ``None``: no key was given, and no ``kms:Decrypt`` is granted."""
         self.cross_region_guardrail_profile = cross_region_guardrail_profile
+        """The guardrail's profile id (such as ``us.guardrail.v1:0``), on which :meth:`grant_apply` grants
+        ApplyGuardrail in every Region; ``None`` for a guardrail without cross-Region inference."""
 
     @property
     def guardrail_arn(self) -> str:
+        """The guardrail's ARN, as given (without a version)."""
         return self._guardrail_arn
 
     @property
     def versioned_arn(self) -> str:
+        """``<guardrail ARN>:<version>``: the value IAM's ``bedrock:GuardrailIdentifier`` key carries."""
         return f"{self._guardrail_arn}:{self.guardrail_version}"
 
     def grant_apply(self, grantee: iam.IGrantable) -> iam.Grant:

@@ -116,8 +116,13 @@ class ApplicationInferenceProfile(Construct):
             ),
             tags=[CfnTag(key=key, value=value) for key, value in sorted(tags.items())],
         )
+        """The ``bedrock.CfnApplicationInferenceProfile`` itself, for properties this construct does not
+        set."""
         self.source = model_source
+        """The foundation model or cross-Region profile the profile copies (``model_source``)."""
         self.cost_tags = tags
+        """The profile's tags, key to value (empty for none): activate them as cost-allocation tags to split
+        Bedrock spend per application."""
 
     @property
     def profile_arn(self) -> str:
@@ -126,6 +131,7 @@ class ApplicationInferenceProfile(Construct):
 
     @property
     def profile_id(self) -> str:
+        """The profile's id (a deploy-time string): the last part of :attr:`profile_arn`."""
         return self.resource.attr_inference_profile_id
 
     @property

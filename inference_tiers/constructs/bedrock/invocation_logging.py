@@ -120,6 +120,8 @@ class ModelInvocationLogging(Construct):
         self.kms_key: kms.IKey = kms_key or retained_key(
             self, "Key", "Encrypts Amazon Bedrock model-invocation logs (S3 and CloudWatch Logs)"
         )
+        """The key of :attr:`bucket`, :attr:`log_group` and :attr:`provider_log_group` (``kms_key``, or a new
+        retained key): grant ``kms:Decrypt`` on it to whoever reads the logs."""
         # S3 SSE-KMS writes by Bedrock, and CloudWatch Logs encrypting this account's log groups.
         self.kms_key.add_to_resource_policy(
             iam.PolicyStatement(
@@ -133,6 +135,8 @@ class ModelInvocationLogging(Construct):
 
         # The access-log bucket is not logged itself: that would recurse.
         self.access_logs_bucket = access_logs_bucket(self, "AccessLogsBucket", expiration=object_expiration)
+        """The bucket that receives the S3 server access logs of :attr:`bucket` (SSE-S3, the only encryption
+        log delivery supports; objects expire after ``object_expiration``)."""
         self.bucket = private_bucket(
             self,
             "Bucket",
@@ -147,6 +151,9 @@ class ModelInvocationLogging(Construct):
                 )
             ],
         )
+        """The bucket Bedrock writes invocation logs to, under
+        ``<key_prefix>/AWSLogs/<account>/BedrockModelInvocationLogs/`` (encrypted with :attr:`kms_key`,
+        retained; objects expire after ``object_expiration``): grant log readers on it."""
         self.bucket.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("bedrock.amazonaws.com")],
@@ -167,12 +174,16 @@ class ModelInvocationLogging(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """The CloudWatch log group Bedrock writes invocation logs to (encrypted with :attr:`kms_key`, kept
+        for ``log_retention``, retained)."""
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("bedrock.amazonaws.com", conditions=bedrock_in_this_account),
             description="Lets Amazon Bedrock write model-invocation logs to one log group",
         )
+        """The role Bedrock assumes to write to :attr:`log_group`; only Bedrock in this account and Region may
+        assume it."""
         self.log_group.grant(self.role, "logs:CreateLogStream", "logs:PutLogEvents")
 
         logging_config = {
@@ -202,6 +213,8 @@ class ModelInvocationLogging(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """The log group of the ``AwsCustomResource`` Lambda function that calls the Bedrock API on deploy
+        (encrypted with :attr:`kms_key`, kept for ``log_retention``, retained)."""
         self.custom_resource = cr.AwsCustomResource(
             self,
             "Configuration",
@@ -222,6 +235,8 @@ class ModelInvocationLogging(Construct):
             install_latest_aws_sdk=False,  # the Lambda runtime's SDK has the Bedrock client; no npm at deploy
             log_group=self.provider_log_group,
         )
+        """The ``AwsCustomResource`` that puts the logging configuration on create and update and deletes it
+        on delete: depend on it for something that must run once logging is on."""
         # PutModelInvocationLoggingConfiguration checks the destinations' permissions when it is called: the
         # call waits for the bucket policy and the role's policy (the bucket, log group and role it references).
         call = self.custom_resource.node.find_child("Resource")

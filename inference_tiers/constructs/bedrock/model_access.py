@@ -84,6 +84,7 @@ class FoundationModel:
     """
 
     model_id: str
+    """The foundation-model id, e.g. ``amazon.nova-2-lite-v1:0``, without a geography prefix."""
 
     def __post_init__(self) -> None:
         _model_id(Args("FoundationModel"), self.model_id)
@@ -109,7 +110,9 @@ class CrossRegionProfile:
     """
 
     model_id: str
+    """The foundation-model id the profile serves, without a geography prefix."""
     geography: Geography
+    """The :class:`Geography` whose Regions may serve the requests; the prefix of :attr:`profile_id`."""
 
     def __post_init__(self) -> None:
         args = Args("CrossRegionProfile")
@@ -118,6 +121,7 @@ class CrossRegionProfile:
 
     @property
     def profile_id(self) -> str:
+        """``<geography>.<model_id>``: the system profile's id, which callers pass as ``modelId``."""
         return f"{self.geography.value}.{self.model_id}"
 
     def invoke_id(self, scope: Construct) -> str:
@@ -152,7 +156,12 @@ class ApplicationProfile:
     """
 
     profile_arn: str
+    """The application inference profile's ARN
+    (``arn:aws:bedrock:<region>:<account>:application-inference-profile/<id>``), which callers pass as
+    ``modelId``."""
     source: FoundationModel | CrossRegionProfile
+    """The foundation model or cross-Region profile the application profile copies: access to it is granted
+    only through the application profile."""
 
     def __post_init__(self) -> None:
         args = Args("ApplicationProfile")
@@ -293,11 +302,15 @@ class ModelInvokeAccess(Construct):
         model = _model_source(args, model)
         guardrail = _guardrail(args, guardrail)
         self.model_id = model.invoke_id(self)
+        """The ``modelId`` the grantee calls: the foundation-model id, the cross-Region profile id or the
+        application profile's ARN."""
         # The statements land in the grantee's policy: they are built for its stack (the ARNs, and the guardrail
         # version read there when the guardrail is another stack's).
         principal = grantee.grant_principal
         policy_scope = principal if isinstance(principal, Construct) else self
         self.statements = invoke_statements(policy_scope, model, guardrail)
+        """The IAM statements added to the grantee's policy (see :func:`invoke_statements`): the Allows and,
+        with a guardrail, the Deny of calls that do not carry it."""
         for statement in self.statements:
             if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
                 raise args.error(

@@ -70,6 +70,8 @@ class BedrockMonitoring(Construct):
     """
 
     dashboard_url = lazy_dashboard_url()
+    """Console URL of the dashboard (a deploy-time string). Reading it adds the partition's console-host
+    mapping to the dashboard's stack, so a stack that never uses the URL gets no unreferenced mapping."""
 
     def __init__(
         self,
@@ -116,12 +118,21 @@ class BedrockMonitoring(Construct):
                 description="an email address",
             )
         self.model_id = model_id
+        """The ``ModelId`` dimension of every metric and alarm (the model or inference-profile id, or profile
+        ARN, that the application calls)."""
         self.tpm_quota = tpm_quota
+        """The tokens-per-minute quota that :meth:`metric_tpm_quota_usage_percent` and the TPM alarm divide
+        by."""
 
         self.topic_key = retained_key(self, "TopicKey", "Encrypts the Bedrock alarm topic")
+        """The key (new, retained) that encrypts :attr:`topic`."""
         self.topic = encrypted_alarm_topic(self, self.topic_key, email=alarm_email)
+        """The encrypted SNS topic every alarm publishes to: subscribe your notifications to it
+        (``alarm_email`` is subscribed when given)."""
 
         self.alarms: list[cloudwatch.Alarm] = []
+        """Every alarm of this construct: throttles, server-error rate, p99 latency, p90 time to first token,
+        TPM quota use, and the guardrail and log-delivery alarms when turned on."""
         self._alarm(
             "Throttles",
             self.metric("InvocationThrottles"),
@@ -183,6 +194,8 @@ class BedrockMonitoring(Construct):
             )
 
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(6))
+        """The CloudWatch dashboard of the model (invocations, latency, tokens, errors, quota use, the
+        guardrail and log delivery when turned on, alarm status); add widgets to it."""
         self.dashboard.add_widgets(*self._widgets(guardrail, log_delivery_alarm))
 
     def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:

@@ -83,6 +83,8 @@ class ObservabilityHub(Construct):
         self.thresholds = args.instance(
             "thresholds", thresholds or rules.AlertThresholds(), rules.AlertThresholds
         )
+        """The :class:`~inference_tiers.observability.rules.AlertThresholds` the alerting rules use
+        (``thresholds``, or the defaults)."""
         retention = args.integer("retention_days", retention_days, minimum=1, maximum=1095)
         if alarm_email is not None:
             args.text("alarm_email", alarm_email, pattern=_EMAIL, description="an email address")
@@ -92,11 +94,15 @@ class ObservabilityHub(Construct):
             if encryption_key is not None
             else retained_key(self, "Key", "Encrypts the observability workspace, its alert topic and logs")
         )
+        """The customer-managed key of the workspace, the alert topic and the log group (``encryption_key``,
+        or a new retained key)."""
         stack = Stack.of(self)
         # The workspace's ARN, known before it exists (its id is generated): for the publish conditions.
         workspace_arns = stack.format_arn(service="aps", resource="workspace", resource_name="*")
 
         self.alert_topic = self._alert_topic(workspace_arns, alarm_email)
+        """The encrypted SNS topic Alertmanager sends every alert to: subscribe your notifications to it
+        (``alarm_email`` is subscribed when given)."""
         log_group_name = f"/aws/vendedlogs/prometheus/{Names.unique_id(self)}"
         allow_log_encryption(self.encryption_key, self, log_group_name)
         self.log_group = logs.LogGroup(
@@ -107,6 +113,8 @@ class ObservabilityHub(Construct):
             retention=logs.RetentionDays.ONE_YEAR,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """The log group of the workspace's rule and Alertmanager errors (encrypted with
+        :attr:`encryption_key`, kept one year, retained)."""
         self.workspace = aps.CfnWorkspace(
             self,
             "Workspace",
@@ -120,18 +128,36 @@ class ObservabilityHub(Construct):
             ),
             alert_manager_definition=alertmanager_definition(self.alert_topic.topic_arn, Aws.REGION),
         )
+        """The Amazon Managed Service for Prometheus workspace (``aps.CfnWorkspace``; encrypted with
+        :attr:`encryption_key`, keeps samples ``retention_days``, retained on stack deletion)."""
         self.workspace.apply_removal_policy(RemovalPolicy.RETAIN)
         self.workspace.node.add_dependency(self.alert_topic)
         self.workspace_arn = self.workspace.attr_arn
+        """The workspace's ARN (a deploy-time string), which :meth:`grant_remote_write` and
+        :meth:`grant_query` grant on."""
         self.prometheus_endpoint = self.workspace.attr_prometheus_endpoint
+        """The workspace's Prometheus endpoint URL (a deploy-time string ending in ``/``): the base of the
+        query API (``api/v1/query``) and of :attr:`remote_write_url`."""
         self.remote_write_url = f"{self.prometheus_endpoint}api/v1/remote_write"
+        """The workspace's remote-write URL, ``<prometheus_endpoint>api/v1/remote_write``, where collectors
+        send samples (with :meth:`grant_remote_write`)."""
         self.rules_text = rules.rules_yaml(self.thresholds)
+        """The recording and alerting rules (Prometheus rules YAML built with :attr:`thresholds`) that
+        :attr:`rule_groups` loads."""
         self.rule_groups = aps.CfnRuleGroupsNamespace(
             self, "Rules", workspace=self.workspace_arn, name=RULES_NAMESPACE, data=self.rules_text
         )
+        """The ``aps.CfnRuleGroupsNamespace`` named ``inference-tiers`` that loads :attr:`rules_text` into the
+        workspace."""
         self.scrapers: list[aps.CfnScraper] = []
+        """The ``aps.CfnScraper`` of each :meth:`add_eks_scraper` call, in call order (empty until the
+        first)."""
         self.grafana_role: iam.Role | None = None
+        """The role of the Grafana workspace (reads this workspace, CloudWatch and X-Ray, publishes to
+        :attr:`alert_topic`); ``None`` unless ``grafana`` is True."""
         self.grafana_workspace = self._grafana() if with_grafana else None
+        """The Amazon Managed Grafana workspace (``grafana.CfnWorkspace``, IAM Identity Center sign-in);
+        ``None`` unless ``grafana`` is True."""
 
     # -- alert topic ----------------------------------------------------------------------------------------
 

@@ -68,6 +68,8 @@ class AgentSandboxController(Construct):
             lambda name, value: args.text(name, value, max_length=63, allow_token=False),
         )
         self.fetched = chart_directory is not None
+        """False when no ``chart_directory`` was given and the placeholder chart stands in (synth warns, and a
+        template rule stops the deploy before anything is created)."""
         if not self.fetched:
             refuse_unfetched_chart(
                 self,
@@ -80,6 +82,8 @@ class AgentSandboxController(Construct):
         self.asset = s3_assets.Asset(
             self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER)
         )
+        """The S3 asset of the chart directory that the Helm chart installs (the fetched chart, or the
+        placeholder)."""
         self.chart = eks.HelmChart(
             self,
             "Chart",
@@ -92,6 +96,8 @@ class AgentSandboxController(Construct):
             wait=True,
             timeout=Duration.minutes(10),
         )
+        """The controller's ``HelmChart`` (release ``agent-sandbox`` in ``agent-sandbox-system``): make every
+        agent-sandbox object depend on it, since it installs the CRDs and the conversion webhook."""
         assert cluster.kubectl_provider is not None
         acknowledge_chart_asset_read(cluster.kubectl_provider)
 

@@ -56,6 +56,8 @@ class PodIdentityRole(Construct):
             description=description,
             assumed_by=pod_identity_principal(self, cluster.cluster_arn),
         )
+        """The role the service account's pods get: it has no permissions until you grant some (``grant_*``
+        methods, ``add_to_policy``)."""
         self.association = eks_l1.CfnPodIdentityAssociation(
             self,
             "Association",
@@ -64,3 +66,5 @@ class PodIdentityRole(Construct):
             service_account=service_account,
             role_arn=self.role.role_arn,
         )
+        """The ``CfnPodIdentityAssociation`` that binds :attr:`role` to the service account: make the first
+        pod that needs AWS credentials depend on it."""

@@ -53,12 +53,17 @@ class SandboxIsolation(Construct):
             description="a RuntimeClass name such as kata-qemu-runtime-rs",
             allow_token=False,
         )
+        """The Kata RuntimeClass the admission policy requires of every pod in a tenant namespace."""
         self.cluster = eks_cluster.cluster
+        """The ``aws_eks_v2.Cluster`` of ``eks_cluster``; every ``SandboxTenant`` using this isolation must be
+        on it."""
         vpc_cni = eks_cluster.addons["vpc-cni"].node.default_child
         assert isinstance(vpc_cni, eks.CfnAddon)
         # EksCluster gives its vpc-cni add-on no other configuration.
         vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
         self.vpc_cni = vpc_cni
+        """The ``CfnAddon`` of the cluster's managed vpc-cni add-on, configured with ``enableNetworkPolicy``:
+        make objects that rely on enforced NetworkPolicies depend on it."""
         # "Default": the manifest's logical id stays that of the stack-level "TenantAdmissionPolicy" of earlier
         # releases when the tier's stack names this construct so; a new id would apply the policy again, then
         # delete it with the old resource.
@@ -68,3 +73,5 @@ class SandboxIsolation(Construct):
             cluster=as_cluster_ref(self.cluster),
             manifest=admission_policy(self.runtime_class_name),
         )
+        """The ``KubernetesManifest`` of the ValidatingAdmissionPolicy and its binding: make tenant objects
+        depend on it, so that the first sandbox already has to meet it."""

@@ -91,6 +91,7 @@ class Karpenter(Construct):
         args = Args("Karpenter")
         args.implements("cluster", cluster, eks.ICluster)
         self.version = check_version(args, "version", version, KARPENTER_MINIMUM)
+        """The Karpenter chart and controller release installed (``X.Y.Z``)."""
         selector = args.mapping(
             "node_selector",
             {SYSTEM_NODE_LABEL: "system"} if node_selector is None else node_selector,
@@ -99,9 +100,13 @@ class Karpenter(Construct):
         )
 
         self.node_role = create_node_role(self, "NodeRole")
+        """The role of the nodes Karpenter launches (the three AWS-managed policies every EKS node needs): the
+        only role the controller may pass to EC2."""
         self.instance_profile = iam.CfnInstanceProfile(
             self, "InstanceProfile", roles=[self.node_role.role_name]
         )
+        """The ``CfnInstanceProfile`` holding :attr:`node_role`; its name (``ref``) goes into
+        EC2NodeClasses."""
         self.node_access = eks.AccessEntry(
             self,
             "NodeAccess",
@@ -110,9 +115,13 @@ class Karpenter(Construct):
             access_entry_type=eks.AccessEntryType.EC2_LINUX,
             access_policies=[],
         )
+        """The ``EC2_LINUX`` access entry that lets nodes with :attr:`node_role` join the cluster: make
+        NodePools depend on it."""
         self.volume_key = retained_key(
             self, "VolumeKey", "Root volumes of the Karpenter-launched sandbox nodes"
         )
+        """The retained KMS key of the nodes' root volumes: EC2NodeClasses name its ARN, and the controller
+        may use it only through EC2."""
 
         self.interruption_queue, self.interruption_rules = self._interruption_queue()
 
@@ -124,7 +133,10 @@ class Karpenter(Construct):
             service_account=KARPENTER_SERVICE_ACCOUNT,
             description="Karpenter controller: launches and terminates the agent-sandbox Kata nodes",
         )
+        """The :class:`PodIdentityRole` of the controller's service account (``kube-system/karpenter``)."""
         self.role = self.identity.role
+        """The controller's role (``identity.role``), holding the least-privilege Karpenter policy and the
+        right to consume the interruption queue."""
         for statement in _controller_statements(cluster, self.node_role, self.volume_key):
             self.role.add_to_policy(statement)
         self.interruption_queue.grant_consume_messages(self.role)
@@ -146,6 +158,8 @@ class Karpenter(Construct):
             wait=True,
             timeout=Duration.minutes(10),
         )
+        """The Karpenter ``HelmChart`` (in ``kube-system``): make NodePools and EC2NodeClasses depend on it,
+        since it installs their CRDs."""
         # The controller's credentials come from the association; without the agent it crash-loops.
         self.chart.node.add_dependency(self.identity.association)
         self.chart.node.add_dependency(cluster.eks_pod_identity_agent)

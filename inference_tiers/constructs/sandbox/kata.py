@@ -92,7 +92,11 @@ class KataSandboxNodes(Construct):
             ami_alias=ami_alias,
             owner=args.owner,
         )
+        """The checked :class:`~inference_tiers.k8s.sandbox_nodes.SandboxNodesSpec` the manifests are rendered
+        from."""
         self.runtime_class_name = self.spec.runtime_class_name
+        """The RuntimeClass sandbox pods set as ``runtimeClassName`` (``kata-<shim>``): pass it to
+        ``SandboxIsolation`` and the tenancy."""
         ref = as_cluster_ref(cluster)
 
         instance_profile = karpenter.instance_profile.ref  # Ref of an instance profile is its name
@@ -112,6 +116,8 @@ class KataSandboxNodes(Construct):
                 node_pool(self.spec),
             ],
         )
+        """The ``KubernetesManifest`` of the EC2NodeClass and NodePool that Karpenter launches the sandbox
+        nodes from."""
         # The chart installs the NodePool and EC2NodeClass CRDs; the nodes need their access entry to join.
         self.node_manifest.node.add_dependency(karpenter.chart)
         self.node_manifest.node.add_dependency(karpenter.node_access)
@@ -129,6 +135,8 @@ class KataSandboxNodes(Construct):
             wait=True,
             timeout=Duration.minutes(10),
         )
+        """The kata-deploy ``HelmChart`` (in ``kube-system``) that installs Kata on the sandbox nodes."""
         self.runtime_class_manifest = eks.KubernetesManifest(
             self, "RuntimeClass", cluster=ref, manifest=[runtime_class(self.spec)]
         )
+        """The ``KubernetesManifest`` of the Kata RuntimeClass named :attr:`runtime_class_name`."""

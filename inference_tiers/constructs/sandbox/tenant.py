@@ -95,14 +95,20 @@ class SandboxTenant(Construct):
             image=image,
             owner=args.owner,
         )
+        """The checked :class:`~inference_tiers.k8s.sandbox_tenancy.TenantSpec` the tenant's manifests are
+        rendered from."""
         self.namespace = self.spec.namespace
+        """The tenant's namespace name, ``sandbox-<name>``."""
         ref = as_cluster_ref(cluster)
         self.namespace_manifest = eks.KubernetesManifest(
             self, "Namespace", cluster=ref, manifest=[namespace(self.spec)]
         )
+        """The ``KubernetesManifest`` of the tenant namespace (Pod Security ``restricted`` enforced)."""
         self.manifest = eks.KubernetesManifest(
             self, "Objects", cluster=ref, manifest=tenant_manifests(self.spec, tenancy)
         )
+        """The ``KubernetesManifest`` of everything in the namespace: quota, limit range, NetworkPolicies,
+        service account, sandbox template and warm pool."""
         self.manifest.node.add_dependency(self.namespace_manifest)
         self.manifest.node.add_dependency(controller.chart)
         # The first sandbox must meet the admission policy and enforced NetworkPolicies.
@@ -115,6 +121,10 @@ class SandboxTenant(Construct):
             service_account=SANDBOX_SERVICE_ACCOUNT,
             description=f"Sandboxes of tenant {self.spec.name}: no permissions unless granted",
         )
+        """The :class:`PodIdentityRole` of the sandboxes' service account (``sandbox`` in
+        :attr:`namespace`)."""
         self.role = self.identity.role
+        """The sandboxes' role (``identity.role``), with no permissions: grant it what the tenant's sandboxes
+        may call."""
         # The association must exist before the first sandbox pod, or that pod starts without credentials.
         self.manifest.node.add_dependency(self.identity.association)
