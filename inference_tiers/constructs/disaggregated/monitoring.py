@@ -231,6 +231,8 @@ class DisaggregatedMonitoring(Construct):
         self.encryption_key: kms.IKey = encryption_key or retained_key(
             self, "Key", "Encrypts the disaggregated tier's metrics log group and alarm topic"
         )
+        """The key of the metrics log group and of the default alarm topic: ``encryption_key``, or a
+        new key with yearly rotation, retained."""
         # EMF log events land here; CloudWatch extracts the metrics from them. CloudWatch Logs encrypts them
         # with the key (the agent writing them needs no key permission).
         log_group_name = f"/aws/containerinsights/{cluster.cluster_name}/inference-tiers"
@@ -243,6 +245,9 @@ class DisaggregatedMonitoring(Construct):
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """``/aws/containerinsights/<cluster>/inference-tiers``: the agent writes the vLLM and router metrics
+        here as EMF events, which CloudWatch turns into metrics (kept one month, encrypted with
+        :attr:`encryption_key`, retained)."""
 
         self.agent_role = iam.Role(
             self,
@@ -251,6 +256,8 @@ class DisaggregatedMonitoring(Construct):
             description="CloudWatch agent of the amazon-cloudwatch-observability add-on (EKS Pod Identity)",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")],
         )
+        """The CloudWatch agent's role (EKS Pod Identity for the ``cloudwatch-agent`` service account,
+        ``CloudWatchAgentServerPolicy``)."""
         acknowledge(
             self.agent_role,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
@@ -282,6 +289,8 @@ class DisaggregatedMonitoring(Construct):
                 }
             ),
         )
+        """The ``amazon-cloudwatch-observability`` EKS add-on (``CfnAddon``), configured with the agent's
+        OpenTelemetry pipeline for this workload."""
 
         if alarm_topic is None:
             alarm_topic = encrypted_alarm_topic(self, self.encryption_key)
@@ -289,6 +298,8 @@ class DisaggregatedMonitoring(Construct):
         else:
             self.alarm_key = None
         self.alarm_topic = alarm_topic
+        """The SNS topic every alarm notifies: ``alarm_topic``, or a new one encrypted with
+        :attr:`encryption_key`; subscribe to it."""
 
         decode_ttft = self.metric_time_to_first_token("decode")
         prefill_ttft = self.metric_time_to_first_token("prefill")
@@ -302,6 +313,8 @@ class DisaggregatedMonitoring(Construct):
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
+        """Alarms when the mean decode-side time to first token is above ``ttft_alarm_seconds`` in 3 of 5
+        one-minute periods."""
         transfer_failures = self.metric_transfer_failures()
         self.transfer_failure_alarm = transfer_failures.create_alarm(
             self,
@@ -312,7 +325,11 @@ class DisaggregatedMonitoring(Construct):
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
+        """Alarms when vllm-router reports ``transfer_failure_alarm_count`` or more prefill
+        and decode errors (KV hand-off failures) in 5 minutes."""
         self.alarms = [self.ttft_alarm, self.transfer_failure_alarm]
+        """Every alarm: :attr:`ttft_alarm`, :attr:`transfer_failure_alarm` and, with the KV store, the
+        Mooncake store failure alarm."""
         if serving.spec.enable_kv_store:
             self.kv_store_failure_alarm: cw.Alarm | None = self._sum_of_roles(
                 "vllm:mooncake_store_operation_failed_keys_total", "Mooncake store failed keys"
@@ -332,6 +349,9 @@ class DisaggregatedMonitoring(Construct):
             alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
 
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        """The CloudWatch dashboard (generated name, 3-hour default range): TTFT, inter-token latency, queue
+        depth, KV-cache usage, KV hand-off time and failures, and alarm states. Its console URL is
+        :attr:`dashboard_url`."""
         handoff = cw.MathExpression(
             expression="decode - prefill",
             using_metrics={"decode": decode_ttft, "prefill": prefill_ttft},

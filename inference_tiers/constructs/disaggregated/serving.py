@@ -130,7 +130,11 @@ class DisaggregatedServing(Construct):
         # Images nobody passed are built from the packaged Dockerfiles at deploy time (CDK image assets), so a
         # first deploy needs no manual push; their URIs are deploy-time tokens.
         self.vllm_image_asset: ecr_assets.DockerImageAsset | None = None
+        """The vLLM image built from ``assets/disaggregated/vllm/Dockerfile`` by ``cdk deploy``;
+        ``None`` when ``image_uri`` is given."""
         self.router_image_asset: ecr_assets.DockerImageAsset | None = None
+        """The vllm-router image built from ``assets/disaggregated/router/Dockerfile`` by
+        ``cdk deploy``; ``None`` when ``router_image_uri`` is given."""
         if image_uri is None:
             self.vllm_image_asset = _image_asset(self, "VllmImage", VLLM_DOCKERFILE_DIR)
             image_uri = self.vllm_image_asset.image_uri
@@ -163,17 +167,28 @@ class DisaggregatedServing(Construct):
             lora_init_image=lora_init_image,
             owner=args.owner,
         )
+        """The checked workload (``DisaggregatedWorkloadSpec``) the manifests are rendered from: model,
+        images, replicas, tensor parallelism, labels and the rest of the props."""
         self.cluster = cluster
+        """The EKS cluster the manifests are applied to."""
         self.vllm_image_uri = image_uri
+        """The image the prefill and decode pods run: ``image_uri``, or the built
+        :attr:`vllm_image_asset`'s URI (a deploy-time token)."""
         self.router_image_uri = router_image_uri
+        """The image the router pods run: ``router_image_uri``, or the built
+        :attr:`router_image_asset`'s URI (a deploy-time token)."""
 
         # Namespace first, then everything in it: one kubectl apply each, ordered by a dependency.
         self.namespace_manifest = eks.KubernetesManifest(
             self, "Namespace", cluster=cluster, manifest=[render_namespace(self.spec)]
         )
+        """The manifest that creates the namespace, applied before :attr:`workload_manifest`."""
         self.workload_manifest = eks.KubernetesManifest(
             self, "Workload", cluster=cluster, manifest=render_workload(self.spec)
         )
+        """The manifest of every namespaced object: the prefill and decode Deployments, the router with its
+        internal NLB Service, and the KV store or LoRA ServiceAccount when enabled. Add a dependency on it for
+        anything that needs the workload applied."""
         self.workload_manifest.node.add_dependency(self.namespace_manifest)
         self.lora_role: iam.Role | None = None
         """The role the vLLM pods copy their LoRA adapters with (None without ``lora``)."""
@@ -193,6 +208,8 @@ class DisaggregatedServing(Construct):
             self.workload_manifest.node.add_dependency(reader)
 
         self.router_service_name = self.spec.resource_name("router")
+        """The router's Service name, ``<name>-router``, in :attr:`namespace`: the Service
+        behind the internal load balancer at :attr:`router_hostname`."""
         # The internal NLB's DNS name, read back from the Service once the cloud controller has created it.
         load_balancer = eks.KubernetesObjectValue(
             self,
@@ -212,6 +229,7 @@ class DisaggregatedServing(Construct):
 
     @property
     def namespace(self) -> str:
+        """The Kubernetes namespace the workload runs in (``namespace``)."""
         return self.spec.namespace
 
 

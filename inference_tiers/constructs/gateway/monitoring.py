@@ -56,6 +56,8 @@ class GatewayMonitoring(Construct):
         if alarm_email is not None:
             args.text("alarm_email", alarm_email, pattern=r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email")
         self.topic = encrypted_alarm_topic(self, gateway.encryption_key, email=alarm_email)
+        """The SNS topic every alarm notifies (TLS only, encrypted with the gateway's key, ``alarm_email``
+        subscribed): subscribe further endpoints to it."""
         alb = gateway.load_balancer.metrics
         requests = alb.request_count(period=_PERIOD)
         errors = cloudwatch.MathExpression(
@@ -122,6 +124,8 @@ class GatewayMonitoring(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
         }
+        """Every alarm by name: ``ErrorRate``, ``LatencyP99``, ``DatabaseConnections``, ``BudgetExceeded`` and
+        ``RotationRestart`` (the restart after a database password rotation failed)."""
         self.alarms["RotationRestart"] = gateway.restart_handler.metric_errors(period=_PERIOD).create_alarm(
             self,
             "RotationRestartAlarm",
@@ -135,6 +139,8 @@ class GatewayMonitoring(Construct):
         for alarm in self.alarms.values():
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        """The CloudWatch dashboard (generated name): requests, 5xx rate, p99 response time, task CPU and
+        memory, database connections and budget refusals."""
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Requests", left=[requests], width=8),
             cloudwatch.GraphWidget(title="5xx responses (%)", left=[errors], width=8),

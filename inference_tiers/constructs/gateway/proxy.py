@@ -171,6 +171,8 @@ class LiteLLMGateway(Construct):
 
         self._certificate = certificate
         self.models = args.sequence("models", models, target, min_items=1, max_items=50)
+        """The checked targets (a tuple of ``BedrockTarget``, ``SageMakerTarget`` and
+        ``OpenAICompatibleTarget``): the task role may invoke these and nothing else."""
         args.boolean("allow_http", allow_http)
         if certificate is None and not allow_http:
             raise args.error(
@@ -204,6 +206,7 @@ class LiteLLMGateway(Construct):
             max_items=20,
         )
         self.router = args.instance("router", router or litellm.RouterOptions(), litellm.RouterOptions)
+        """The retry, timeout and fallback options the configuration is rendered with (``RouterOptions``)."""
         args.text(
             "image",
             image,
@@ -248,12 +251,18 @@ class LiteLLMGateway(Construct):
             )
         # The render checks names and fallbacks; do it before creating anything.
         self.config = self._render(litellm.ProxyFeatures())
+        """The rendered LiteLLM configuration as a dictionary; :meth:`export_traces` replaces it with the
+        traced one."""
         self.config_text = litellm.render_text(self.config)
+        """:attr:`config` as the container gets it in ``LITELLM_CONFIG_YAML`` (JSON text, which LiteLLM's
+        YAML loader reads)."""
 
         stack = Stack.of(self)
         self.encryption_key = encryption_key or retained_key(
             self, "Key", "Encrypts the LiteLLM gateway's logs, secrets, database and cache"
         )
+        """The key that encrypts the logs, secrets, database and cache: ``encryption_key``, or a new
+        key with yearly rotation, retained."""
         # --- state ------------------------------------------------------------------------------------------
         self.database = GatewayDatabase(
             self,
@@ -263,13 +272,21 @@ class LiteLLMGateway(Construct):
             min_capacity=capacity[0],
             max_capacity=capacity[1],
         )
+        """The proxy's Aurora PostgreSQL database (:class:`GatewayDatabase`): virtual keys, teams, budgets
+        and spend logs."""
         self.cache = GatewayCache(
             self, "Cache", vpc=vpc, encryption_key=self.encryption_key, node_type=cache_node_type
         )
+        """The Valkey replication group every task shares (:class:`GatewayCache`): limits, cooldowns and the
+        spend-write buffer."""
         self.master_key_secret = self._generated_secret("MasterKey", "LiteLLM master key (prefixed with sk-)")
+        """The LiteLLM master key (48 letters and digits; the proxy prefixes ``sk-``), retained and
+        rotated by hand: it opens the admin API. Let an operator read it with :meth:`grant_admin`."""
         self.salt_key_secret = self._generated_secret(
             "SaltKey", "LiteLLM salt key: encrypts credentials stored in the database; never change it"
         )
+        """The LiteLLM salt key, retained: it encrypts the credentials stored in the database, so never
+        change it."""
 
         # --- audit log: every request the proxy serves, KMS-encrypted and retained ------------------------------
         allow_log_encryption(self.encryption_key, self, "*")
@@ -280,11 +297,15 @@ class LiteLLMGateway(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """The request log (the proxy containers' output, stream prefix ``proxy``): encrypted with
+        :attr:`encryption_key`, kept for ``log_retention`` and retained when the stack is deleted."""
 
         # --- compute ---------------------------------------------------------------------------------------------
         self.cluster = ecs.Cluster(
             self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENHANCED
         )
+        """The ECS cluster (Container Insights enhanced) that runs the proxy service and its migration
+        task."""
         self.task_role = iam.Role(
             self,
             "TaskRole",
@@ -297,6 +318,8 @@ class LiteLLMGateway(Construct):
             ),
             description="LiteLLM gateway tasks: invoke exactly the configured models",
         )
+        """The role the proxy containers run as, allowed to invoke exactly :attr:`models`: the role to grant
+        further permissions to."""
         self.task_definition = ecs.FargateTaskDefinition(
             self,
             "TaskDefinition",
@@ -308,9 +331,13 @@ class LiteLLMGateway(Construct):
                 operating_system_family=ecs.OperatingSystemFamily.LINUX,
             ),
         )
+        """The Fargate task definition (``cpu`` units, ``memory_mib`` MiB, x86_64 Linux); each new
+        revision runs :attr:`migration` before the service is updated."""
         for index, model in enumerate(self.models):
             model.grant(self, f"Invoke{index}", self.task_role)
         self.container = self._container(image, workers, upstream_api_key)
+        """The LiteLLM container (``litellm``): the rendered configuration and connection settings in its
+        environment, the master, salt, database and Valkey credentials from Secrets Manager."""
         self.security_group = ec2.SecurityGroup(
             self,
             "ServiceSecurityGroup",
@@ -318,6 +345,8 @@ class LiteLLMGateway(Construct):
             description="LiteLLM gateway tasks",
             allow_all_outbound=True,
         )
+        """The proxy tasks' security group (all outbound allowed), which the database and cache admit: the
+        security group an OpenAI-compatible target's server must admit too."""
         self.database.connections.allow_default_port_from(self.security_group, "LiteLLM gateway tasks")
         self.cache.connections.allow_default_port_from(self.security_group, "LiteLLM gateway tasks")
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
@@ -337,6 +366,8 @@ class LiteLLMGateway(Construct):
             enable_execute_command=False,
             availability_zone_rebalancing=ecs.AvailabilityZoneRebalancing.ENABLED,
         )
+        """The Fargate service that runs the proxy tasks in the private subnets, ``desired_count`` to
+        ``max_count`` tasks scaled on requests per task; for its CPU and memory metrics."""
 
         # --- load balancer -------------------------------------------------------------------------------------
         self.load_balancer, self.target_group = self._load_balancer(
@@ -347,8 +378,12 @@ class LiteLLMGateway(Construct):
             "RequestsPerTask", requests_per_target=requests_per_target, target_group=self.target_group
         )
         self.migration = self._migration(private, workers)
+        """The custom resource that provisions the proxy's database role and runs LiteLLM's migrations once
+        per new task definition; :attr:`service` depends on it."""
         self.service.node.add_dependency(self.migration)
         self.restart_handler = self._restart_on_rotation()
+        """The Lambda function that starts a new deployment of :attr:`service` after each rotation of
+        the proxy's database password; ``GatewayMonitoring`` alarms on its errors."""
 
     # --- public API --------------------------------------------------------------------------------------------
 

@@ -91,8 +91,12 @@ class GatewayDatabase(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             port=5433,
         )
+        """The Aurora cluster (a writer and a reader, port 5433, deletion protection on): for its endpoints
+        and metrics, such as ``metric_database_connections``."""
         assert self.cluster.secret is not None
         self.master_secret: secretsmanager.ISecret = self.cluster.secret
+        """The master user's (``gateway_admin``) generated credentials, rotated every ``rotation``: for
+        administration and provisioning the proxy's role only, never for the proxy itself."""
         self.cluster.add_rotation_single_user(automatically_after=rotation, vpc_subnets=private)
         self.app_secret = rds.DatabaseSecret(
             self,
@@ -101,6 +105,8 @@ class GatewayDatabase(Construct):
             encryption_key=encryption_key,
             exclude_characters=" %+~`#$&*()|[]{}:;<>?!'/@\"\\",
         )
+        """The proxy's own credentials (user ``litellm``), rotated every ``rotation`` and retained: the tasks
+        get its ``password`` as ``DATABASE_PASSWORD``."""
         self.app_secret.apply_removal_policy(RemovalPolicy.RETAIN)
         attached = self.app_secret.attach(self.cluster)
         secretsmanager.SecretRotation(
@@ -117,7 +123,10 @@ class GatewayDatabase(Construct):
             rotate_immediately_on_update=False,
         )
         self.database_name = DATABASE_NAME
+        """The proxy's database, ``litellm`` (LiteLLM's ``DATABASE_NAME``)."""
         self.username = APP_USERNAME
+        """The proxy's database user, ``litellm``, owner of :attr:`database_name` (LiteLLM's
+        ``DATABASE_USERNAME``)."""
         acknowledge(
             self.cluster,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole]",
@@ -132,6 +141,8 @@ class GatewayDatabase(Construct):
 
     @property
     def connections(self) -> ec2.Connections:
+        """The cluster's security group and port: allow a client with
+        ``database.connections.allow_default_port_from(...)``."""
         return self.cluster.connections
 
     @property
@@ -177,6 +188,8 @@ class GatewayCache(Construct):
             ),
             removal_policy=RemovalPolicy.RETAIN,
         )
+        """The Valkey AUTH token (64 letters and digits), retained: the tasks get it as ``REDIS_PASSWORD``. It
+        is not rotated automatically (docs/gateway.md)."""
         acknowledge(
             self.auth_secret,
             "AwsSolutions-SMG4",
@@ -202,12 +215,16 @@ class GatewayCache(Construct):
 
     @property
     def connections(self) -> ec2.Connections:
+        """The replication group's security group, default port 6379: allow a client with
+        ``cache.connections.allow_default_port_from(...)``."""
         return self._connections
 
     @property
     def host(self) -> str:
+        """The primary endpoint's address, a deploy-time token (LiteLLM's ``REDIS_HOST``)."""
         return self.resource.attr_primary_end_point_address
 
     @property
     def port(self) -> str:
+        """The primary endpoint's port as a string, a deploy-time token (LiteLLM's ``REDIS_PORT``)."""
         return self.resource.attr_primary_end_point_port

@@ -39,7 +39,8 @@ class IVersionedGuardrail(IGuardrail, Protocol):
     """A guardrail with the numbered version callers pass (``Guardrail`` and ``ImportedGuardrail`` both are)."""
 
     @property
-    def guardrail_version(self) -> str: ...
+    def guardrail_version(self) -> str:
+        """The numbered version every call passes (``guardrailVersion``; not DRAFT)."""
 
 
 def _name(args: Args, value: Any) -> str:
@@ -58,9 +59,15 @@ class BedrockTarget:
     """
 
     name: str
+    """The model name clients send to the gateway (letters, digits and ``._:/-``, at most 128 characters)."""
     model: ModelSource
+    """The Bedrock model or inference profile the gateway invokes: a ``FoundationModel``,
+    ``CrossRegionProfile`` or ``ApplicationProfile``."""
     guardrail: IVersionedGuardrail
+    """The guardrail sent on every call; the task role may invoke ``model`` only with it."""
     base_model_id: str | None = None
+    """The model id LiteLLM prices calls by; ``None``: the profile or model id (for an application profile,
+    the id of the model or system profile it copies)."""
 
     def __post_init__(self) -> None:
         args = Args("BedrockTarget")
@@ -104,9 +111,13 @@ class SageMakerTarget:
     """
 
     name: str
+    """The model name clients send to the gateway (letters, digits and ``._:/-``, at most 128 characters)."""
     endpoint_name: str
+    """The SageMaker endpoint's name (a token is accepted); the task role may invoke only this endpoint."""
     inference_component: str | None = None
+    """The inference component calls are routed to; ``None`` for a single-model endpoint."""
     served_model: str | None = None
+    """The model name the container expects in the request body; ``None``: the container's own."""
 
     def __post_init__(self) -> None:
         args = Args("SageMakerTarget")
@@ -146,8 +157,12 @@ class OpenAICompatibleTarget:
     """
 
     name: str
+    """The model name clients send to the gateway (letters, digits and ``._:/-``, at most 128 characters)."""
     base_url: str
+    """The server's ``/v1`` base URL, reachable from the gateway's subnets, such as
+    ``http://router.internal:30000/v1``."""
     served_model: str
+    """The model name the server serves, sent in the request body."""
 
     def __post_init__(self) -> None:
         args = Args("OpenAICompatibleTarget")

@@ -193,6 +193,8 @@ class SageMakerLlmEndpoint(Construct):
             memory_per_copy_mb=memory_per_copy_mb,
             args=args,
         )
+        """The checked placement (``Capacity``): instance types in priority order, GPUs and host memory per
+        model copy, and how many instances a number of copies needs."""
         if max_model_len is not None:
             args.integer("max_model_len", max_model_len, minimum=1, maximum=_MAX_MODEL_LEN)
         if max_concurrent_sequences is not None:
@@ -267,6 +269,8 @@ class SageMakerLlmEndpoint(Construct):
         self.inference_ami_version = inference_ami_version or inference_ami_for_cuda(
             image.cuda_version, image=image_uri or str(convention.image), args=args
         )
+        """The variant's host AMI (``InferenceAmiVersion``): ``inference_ami_version``, or the
+        one derived from the image's CUDA version."""
         self.environment = self._environment(
             convention,
             weights,
@@ -276,26 +280,41 @@ class SageMakerLlmEndpoint(Construct):
             engine_args={} if engine_args is None else engine_args,
             extra={} if environment is None else environment,
         )
+        """The container's environment variables: the engine's settings from the props, then
+        ``environment``. Plaintext in the template."""
 
         # --- names: stable and generated. Alarms, scaling targets and the invoke URL refer to them; only a
         # change of name replaces an Endpoint. Model and EndpointConfig (immutable) get CloudFormation names.
         self.stack = Stack.of(self)
+        """The stack this endpoint is in (``Stack.of(endpoint)``)."""
         self.endpoint_name = Names.unique_resource_name(self, max_length=56, separator="-").lower()
+        """The endpoint's name, generated from the construct path (lower case, at most 56 characters) and
+        stable across updates: for clients, ``SageMakerTarget`` and anything else that refers to the
+        endpoint."""
         self.inference_component_name = f"{self.endpoint_name}-ic" if inference_components else None
+        """The inference component's name, ``<endpoint_name>-ic``; ``None`` for a
+        single-model endpoint."""
         self.variant_name = VARIANT_NAME
+        """The production variant's name, ``AllTraffic`` (a dimension of the variant's metrics)."""
         self.endpoint_arn = self.stack.format_arn(
             service="sagemaker", resource="endpoint", resource_name=self.endpoint_name
         )
+        """The endpoint's ARN in this stack's account and Region (what :meth:`grant_invoke`
+        grants)."""
         self.metrics = EndpointMetrics(
             endpoint_name=self.endpoint_name,
             variant_name=VARIANT_NAME,
             inference_component_name=self.inference_component_name,
         )
+        """This endpoint's CloudWatch metrics (:class:`EndpointMetrics`): the inference component's, or the
+        variant's for a single model."""
 
         # --- security: key, network, role -----------------------------------------------------------------------
         self.encryption_key = encryption_key or retained_key(
             self, "Key", f"Logs and alarm topic of SageMaker endpoint {self.endpoint_name}"
         )
+        """The key of the log groups and of the default alarm topic: ``encryption_key``, or a new key
+        with yearly rotation, retained."""
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -303,6 +322,8 @@ class SageMakerLlmEndpoint(Construct):
             description=f"SageMaker endpoint {self.endpoint_name} model containers",
             allow_all_outbound=False,
         )
+        """The model containers' security group: no ingress, and egress only on HTTPS (443, to any IPv4
+        address) for S3 and model hubs."""
         # HTTPS only: the S3 gateway endpoint for the weights, and the model hub through NAT for hub weights.
         self.security_group.add_egress_rule(
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and model hubs"
@@ -322,7 +343,12 @@ class SageMakerLlmEndpoint(Construct):
             security_group=self.security_group,
         )
         self.role = execution.role
+        """The execution role SageMaker assumes to pull the image, read the weights, write logs and attach
+        network interfaces: the role to grant further permissions to."""
         self.log_groups = execution.log_groups
+        """The containers' log groups, encrypted with :attr:`encryption_key` and retained:
+        ``/aws/sagemaker/Endpoints/<endpoint_name>`` and, with an inference component,
+        ``/aws/sagemaker/InferenceComponents/<inference_component_name>``."""
 
         # --- model --------------------------------------------------------------------------------------------------
         self.model = sagemaker.CfnModel(
@@ -340,6 +366,8 @@ class SageMakerLlmEndpoint(Construct):
                 security_group_ids=[self.security_group.security_group_id], subnets=subnet_ids
             ),
         )
+        """The SageMaker model (``CfnModel``, generated name): image, environment and weights, in the VPC;
+        network-isolated with S3 weights."""
         # CreateModel validates ECR and S3 access, so the role's policy must exist first: depending on the
         # Role construct makes the Model depend on its DefaultPolicy too.
         self.model.node.add_dependency(self.role)
@@ -365,6 +393,8 @@ class SageMakerLlmEndpoint(Construct):
             topic=alarm_topic or encrypted_alarm_topic(self, self.encryption_key),
             thresholds=alarm_thresholds or AlarmThresholds(),
         )
+        """The alarms and dashboard (:class:`EndpointMonitoring`); its error-rate and latency alarms also
+        roll back deployments."""
         rollback_alarms = [self.monitoring.error_rate_alarm, self.monitoring.latency_alarm]
         # Deployment guardrails read the rollback alarms with the execution role.
         self.role.add_to_principal_policy(
@@ -376,6 +406,8 @@ class SageMakerLlmEndpoint(Construct):
         # --- endpoint config and endpoint ------------------------------------------------------------------------
         initial_instances = self.capacity.instances_for(scaling.min_capacity)
         self.max_instance_count = self.capacity.instances_for(scaling.max_capacity)
+        """The instances ``scaling.max_capacity`` copies need: the ceiling of managed instance
+        scaling with inference components."""
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=VARIANT_NAME,
             model_name=None if inference_components else self.model.attr_model_name,
@@ -428,6 +460,8 @@ class SageMakerLlmEndpoint(Construct):
             ),
             data_capture_config=self._data_capture(data_capture_bucket, data_capture_percentage),
         )
+        """The endpoint configuration (``CfnEndpointConfig``, generated name): the variant's instance
+        type or pools, AMI, routing, enhanced metrics every 10 s and data capture."""
         self.endpoint_config.node.add_dependency(self.role)
         self.endpoint = sagemaker.CfnEndpoint(
             self,
@@ -439,9 +473,13 @@ class SageMakerLlmEndpoint(Construct):
             # Inference components roll out per copy (below); a single model rolls out per instance batch.
             deployment_config=None if inference_components else _endpoint_rolling_update(rollback_alarms),
         )
+        """The endpoint (``CfnEndpoint``) named :attr:`endpoint_name`; with a single model, updates roll
+        a quarter of the instances at a time."""
 
         # --- inference component ----------------------------------------------------------------------------------
         self.inference_component: sagemaker.CfnInferenceComponent | None = None
+        """The inference component (``CfnInferenceComponent``) named
+        :attr:`inference_component_name`, updated one copy at a time; ``None`` for a single-model endpoint."""
         if self.inference_component_name is not None:
             self.inference_component = self._inference_component(
                 self.inference_component_name,
@@ -454,20 +492,27 @@ class SageMakerLlmEndpoint(Construct):
 
         # --- autoscaling: copies of the component, or instances of the single model ------------------------------
         self.scaling = ConcurrencyScaling(self, "Scaling", options=scaling, metrics=self.metrics)
+        """The concurrency autoscaling (``ConcurrencyScaling``) of the component's copies, or of the
+        instances for a single model."""
         self.scaling.node.add_dependency(self.inference_component or self.endpoint)
 
     # --- public API ---------------------------------------------------------------------------------------------
 
     @property
     def grant_principal(self) -> iam.IPrincipal:
+        """The execution role (:attr:`role`): what another resource's ``grant_*`` methods give access to when
+        passed this endpoint."""
         return self.role
 
     @property
     def connections(self) -> ec2.Connections:
+        """The model containers' security group: let them reach a resource with
+        ``resource.connections.allow_default_port_from(endpoint)``."""
         return self._connections
 
     @property
     def dashboard(self) -> cloudwatch.Dashboard:
+        """The CloudWatch dashboard of :attr:`monitoring` (generated name)."""
         return self.monitoring.dashboard
 
     @property

@@ -47,8 +47,13 @@ class EndpointMetrics:
     """
 
     endpoint_name: str
+    """The endpoint's name (a token is accepted): a dimension of the variant's metrics."""
     variant_name: str
+    """The production variant's name: a dimension of the variant's metrics (disk utilisation, and
+    every metric for a single model)."""
     inference_component_name: str | None = None
+    """The inference component whose metrics to build (dimension
+    ``InferenceComponentName``); ``None``: the variant's."""
 
     def __post_init__(self) -> None:
         args = Args("EndpointMetrics")
@@ -181,9 +186,14 @@ class AlarmThresholds:
     """
 
     error_rate: float = 0.01
+    """Alarm when this fraction of requests, in (0, 1], fails with 5XX errors (default 0.01, 1%)."""
     latency_slo: Duration = Duration.seconds(30)
+    """Alarm when p90 model latency reaches this (default 30 seconds; milliseconds allowed, known at
+    synth time)."""
     gpu_memory_percent: float = 95
+    """Alarm when GPU memory use reaches this percentage, in (0, 100] (default 95)."""
     disk_percent: float = 85
+    """Alarm when the instances' disk use reaches this percentage, in (0, 100] (default 85)."""
 
     def __post_init__(self) -> None:
         args = Args("AlarmThresholds")

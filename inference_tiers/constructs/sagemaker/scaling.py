@@ -53,12 +53,23 @@ class ScalingOptions:
     """
 
     min_capacity: int = 1
+    """The floor while scale-to-zero is off, and the initial capacity, in copies or instances, at
+    least 1 (default 1)."""
     max_capacity: int = 2
+    """The ceiling in copies or instances, at least :attr:`min_capacity` (default 2)."""
     target_concurrency: float = 16
+    """In-flight requests per copy or per model that target tracking holds, more than 0
+    (default 16)."""
     scale_to_zero: bool = False
+    """Allow 0 copies and 0 instances (inference components only; default False): a request that
+    finds no copy fails and adds one, so clients must retry."""
     idle_scale_in: Duration | None = None
+    """With scale-to-zero, set 0 copies after this long without requests, 1 to 1440 whole minutes
+    known at synth time; ``None`` (default): never."""
     scale_in_cooldown: Duration = Duration.minutes(5)
+    """Target tracking's scale-in cooldown, in whole seconds (default 5 minutes)."""
     scale_out_cooldown: Duration = Duration.minutes(1)
+    """Target tracking's scale-out cooldown, in whole seconds (default 1 minute)."""
 
     def __post_init__(self) -> None:
         args = Args("ScalingOptions")
@@ -89,6 +100,7 @@ class ScalingOptions:
 
     @property
     def floor(self) -> int:
+        """The scalable target's minimum capacity: 0 with scale-to-zero, otherwise :attr:`min_capacity`."""
         return 0 if self.scale_to_zero else self.min_capacity
 
     def check_topology(self, args: Args, *, inference_components: bool) -> None:

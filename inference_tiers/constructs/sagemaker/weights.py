@@ -42,10 +42,18 @@ class ModelWeights:
     """
 
     bucket_name: str | None = None
+    """The S3 bucket holding the weights (a token is accepted); ``None`` for hub weights."""
     prefix: str = ""
+    """The key prefix of the uncompressed model directory, ending with ``/`` (a token is accepted); empty
+    for hub weights."""
     bucket: s3.IBucket | None = None
+    """The bucket, when known (``from_bucket``); ``None``: its ARN is built from
+    :attr:`bucket_name`."""
     key: kms.IKey | None = None
+    """The bucket's KMS key, which the execution role may decrypt with; ``None``: no key to grant."""
     hub_model_id: str | None = None
+    """The Hugging Face Hub model id the container downloads at start-up, such as ``Qwen/Qwen3-8B``;
+    ``None`` for S3 weights."""
 
     def __post_init__(self) -> None:
         args = Args("ModelWeights")
@@ -108,10 +116,13 @@ class ModelWeights:
 
     @property
     def is_s3(self) -> bool:
+        """Whether the weights come from S3 (mounted at ``/opt/ml/model``, network isolation on) rather than a
+        model hub."""
         return self.bucket_name is not None
 
     @property
     def s3_uri(self) -> str:
+        """``s3://<bucket_name>/<prefix>``; raises ``ValueError`` for hub weights."""
         if self.bucket_name is None:
             raise ValueError("ModelWeights.s3_uri: these weights come from a model hub, not S3")
         return f"s3://{self.bucket_name}/{self.prefix}"
