@@ -1,5 +1,5 @@
-"""The API reference (tools/build_docs.py, make docs): every public name of inference_tiers.constructs is
-described, the check catches one that is not, the build renders the constructs, and every tier page links to it."""
+"""The API reference (tools/build_docs.py, make docs): every public name of inference_tiers.constructs, its
+attributes included, is described, the check catches one that is not, the build renders the constructs, and every tier page links to it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ from tools import build_docs
 UNDOCUMENTED_MODULE = '''
 """A module whose class forgot things."""
 
+import enum
+
+
+class Finish(enum.Enum):
+    """How a widget is painted: the paint shop's own names."""
+
+    MATT = "MATT"
+    GLOSS = "GLOSS"
+
 
 class Widget:
     """A widget.
@@ -26,6 +35,10 @@ class Widget:
 
     def __init__(self, *, size: int, colour: str) -> None:
         self.size = size
+        """How big, in millimetres."""
+        self.finish = Finish.MATT
+        if size > 10:
+            self.large = True
 
     def paint(self) -> None:
         pass
@@ -54,6 +67,9 @@ def test_the_check_names_what_is_missing(tmp_path: Path, monkeypatch: pytest.Mon
         sys.modules.pop("widgets_undocumented", None)
     assert missing == [
         "widgets_undocumented.Widget: parameter colour is not described (':param colour:')",
+        "widgets_undocumented.Widget.large: set in __init__ where the reference cannot see it (in a branch or "
+        "by unpacking): assign it on its own line with a docstring",
+        "widgets_undocumented.Widget.finish: no docstring",
         "widgets_undocumented.Widget.paint: no docstring",
         "widgets_undocumented.helper: no docstring",
     ]

@@ -1,16 +1,21 @@
 """``make docs``: the API reference of ``inference_tiers.constructs`` (pdoc, reStructuredText docstrings) into the
-folder given, after checking that every public class and function, every public method and property, and every
+folder given, after checking that every public class and function, every public method, property and attribute
+(a dataclass field, or an attribute a constructor sets: its docstring is the string right after it), and every
 constructor parameter (``:param name:``, or ````name```` in a list, in the class or ``__init__`` docstring) is
-documented.
+documented. An enum's members are documented by the enum's own docstring; an attribute that ``__init__`` sets
+where pdoc cannot see it (in a branch, or by unpacking) is reported too.
 
 Usage: python tools/build_docs.py OUTPUT_DIR
 """
 
 from __future__ import annotations
 
+import ast
+import enum
 import inspect
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -51,6 +56,12 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
                 continue
             if isinstance(member, (pdoc.doc.Class, pdoc.doc.Function)) and not member.docstring.strip():
                 missing.append(f"{member.fullname}: no docstring")
+            if (
+                isinstance(member, pdoc.doc.Variable)
+                and not member.docstring.strip()
+                and not _is_enum(namespace)
+            ):
+                missing.append(f"{member.fullname}: no docstring")
             if isinstance(member, pdoc.doc.Class):
                 init_doc = inspect.getdoc(member.obj.__dict__.get("__init__")) or ""
                 for name in _parameters(member):
@@ -61,10 +72,37 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
                         missing.append(
                             f"{member.fullname}: parameter {name} is not described (':param {name}:')"
                         )
+                missing.extend(
+                    f"{member.fullname}.{name}: set in __init__ where the reference cannot see it (in a branch or "
+                    "by unpacking): assign it on its own line with a docstring"
+                    for name in sorted(_attributes_set_in_init(member))
+                    if not name.startswith("_") and name not in member.members
+                )
                 walk(member)
 
     walk(module)
     return missing
+
+
+def _is_enum(namespace: pdoc.doc.Namespace[object]) -> bool:
+    return isinstance(namespace.obj, type) and issubclass(namespace.obj, enum.Enum)
+
+
+def _attributes_set_in_init(cls: pdoc.doc.Class) -> set[str]:
+    """Every ``self.<name>`` that the class's own ``__init__`` assigns, wherever in it (pdoc documents only those
+    assigned at its top level, one per statement)."""
+    init = cls.obj.__dict__.get("__init__")
+    if not inspect.isfunction(init) or init.__code__.co_filename.startswith("<"):
+        return set()  # none, or generated (a dataclass's fields are documented where they are declared)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -292,11 +292,12 @@ class DisaggregatedMonitoring(Construct):
         """The ``amazon-cloudwatch-observability`` EKS add-on (``CfnAddon``), configured with the agent's
         OpenTelemetry pipeline for this workload."""
 
+        self.alarm_key: kms.IKey | None = None
+        """The key of the alarm topic this construct creates (:attr:`encryption_key`), or None when you passed
+        ``alarm_topic``: the key to let further publishers use."""
         if alarm_topic is None:
             alarm_topic = encrypted_alarm_topic(self, self.encryption_key)
-            self.alarm_key: kms.IKey | None = self.encryption_key
-        else:
-            self.alarm_key = None
+            self.alarm_key = self.encryption_key
         self.alarm_topic = alarm_topic
         """The SNS topic every alarm notifies: ``alarm_topic``, or a new one encrypted with
         :attr:`encryption_key`; subscribe to it."""
@@ -330,8 +331,11 @@ class DisaggregatedMonitoring(Construct):
         self.alarms = [self.ttft_alarm, self.transfer_failure_alarm]
         """Every alarm: :attr:`ttft_alarm`, :attr:`transfer_failure_alarm` and, with the KV store, the
         Mooncake store failure alarm."""
+        self.kv_store_failure_alarm: cw.Alarm | None = None
+        """Alarms when Mooncake store operations fail for some keys (any in a 5-minute period), or None without
+        the KV store."""
         if serving.spec.enable_kv_store:
-            self.kv_store_failure_alarm: cw.Alarm | None = self._sum_of_roles(
+            self.kv_store_failure_alarm = self._sum_of_roles(
                 "vllm:mooncake_store_operation_failed_keys_total", "Mooncake store failed keys"
             ).create_alarm(
                 self,
@@ -343,8 +347,6 @@ class DisaggregatedMonitoring(Construct):
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             )
             self.alarms.append(self.kv_store_failure_alarm)
-        else:
-            self.kv_store_failure_alarm = None
         for alarm in self.alarms:
             alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
 

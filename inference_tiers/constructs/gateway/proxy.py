@@ -370,9 +370,15 @@ class LiteLLMGateway(Construct):
         ``max_count`` tasks scaled on requests per task; for its CPU and memory metrics."""
 
         # --- load balancer -------------------------------------------------------------------------------------
-        self.load_balancer, self.target_group = self._load_balancer(
+        load_balancer, target_group = self._load_balancer(
             vpc, certificate, domain_name, clients, admins, private
         )
+        self.load_balancer = load_balancer
+        """The internal Application Load Balancer in the private subnets, with the API and admin listeners;
+        reach it through :attr:`connections` and :attr:`url`."""
+        self.target_group = target_group
+        """The IP target group of the proxy tasks (health check ``/health/readiness``); the service scales on
+        its requests per target."""
         scaling = self.service.auto_scale_task_count(min_capacity=desired_count, max_capacity=max_count)
         scaling.scale_on_request_count(
             "RequestsPerTask", requests_per_target=requests_per_target, target_group=self.target_group

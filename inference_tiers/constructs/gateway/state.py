@@ -196,7 +196,7 @@ class GatewayCache(Construct):
             "ElastiCache has no managed AUTH-token rotation: rotating needs ModifyReplicationGroup with "
             "AuthTokenUpdateStrategy ROTATE then SET and a proxy restart (docs/gateway.md)",
         )
-        self.security_group, self.resource = private_valkey(
+        security_group, resource = private_valkey(
             self,
             name="Gateway Valkey",
             description="inference-tiers gateway: LiteLLM limits and spend buffer",
@@ -208,6 +208,12 @@ class GatewayCache(Construct):
             auth_token=self.auth_secret.secret_value.unsafe_unwrap(),  # a dynamic reference, resolved by CFN
             snapshot_retention_limit=7,
         )
+        self.security_group = security_group
+        """The cache's security group: no ingress until you allow it (the gateway allows its tasks through
+        :attr:`connections`)."""
+        self.resource = resource
+        """The ``CfnReplicationGroup`` (retained on stack deletion): its primary endpoint is :attr:`host` and
+        :attr:`port`."""
         self.resource.apply_removal_policy(RemovalPolicy.RETAIN)
         self._connections = ec2.Connections(
             security_groups=[self.security_group], default_port=ec2.Port.tcp(REDIS_PORT)

@@ -50,7 +50,7 @@ class HyperPodKvCacheStore(Construct):
         args.implements("encryption_key", encryption_key, kms.IKey)
         check_valkey_args(args, node_type, engine_version)
         super().__init__(scope, construct_id)
-        self.security_group, self.resource = private_valkey(
+        security_group, resource = private_valkey(
             self,
             name="HyperPod L2 KV cache",
             description="inference-tiers hyperpod: L2 KV cache (LMCache)",
@@ -60,6 +60,11 @@ class HyperPodKvCacheStore(Construct):
             engine_version=engine_version,
             port=KV_CACHE_PORT,
         )
+        self.security_group = security_group
+        """The store's security group, which admits ``clients`` on the Valkey port; allow further clients on
+        it."""
+        self.resource = resource
+        """The ``CfnReplicationGroup``, destroyed with the stack."""
         self.security_group.connections.allow_from(
             clients, ec2.Port.tcp(KV_CACHE_PORT), "HyperPod model pods to the L2 KV cache"
         )

@@ -123,7 +123,14 @@ class Karpenter(Construct):
         """The retained KMS key of the nodes' root volumes: EC2NodeClasses name its ARN, and the controller
         may use it only through EC2."""
 
-        self.interruption_queue, self.interruption_rules = self._interruption_queue()
+        queue, rules = self._interruption_queue()
+        self.interruption_queue = queue
+        """The KMS-encrypted SQS queue Karpenter reads interruption events from (5-minute retention); the
+        controller may consume its messages."""
+        self.interruption_rules = rules
+        """The EventBridge rules that send interruption events to :attr:`interruption_queue`, by name:
+        ``ScheduledChange``, ``SpotInterruption``, ``Rebalance``, ``InstanceStateChange`` and
+        ``CapacityReservationInterruption``."""
 
         self.identity = PodIdentityRole(
             self,
