@@ -1,5 +1,6 @@
 """The API reference (tools/build_docs.py, make docs): every public name of inference_tiers.constructs, its
-attributes included, is described, the check catches one that is not, the build renders the constructs, and every tier page links to it."""
+attributes included, is described, the check catches one that is not, the build renders the constructs, and every
+tier page links to it."""
 
 from __future__ import annotations
 
