@@ -5,6 +5,7 @@ tools/gateway/failover.py is the load script for the same behaviour under a burs
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -19,6 +20,7 @@ from inference_tiers.litellm.config import (
     OpenAICompatibleModel,
     ProxyFeatures,
     RouterOptions,
+    proxy_environment,
     render_config,
     render_text,
 )
@@ -67,8 +69,15 @@ def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) 
         "print(json.dumps([Router.get_valid_args(), list(RetryPolicy.model_fields), "
         "list(AllowedFailsPolicy.model_fields)]))"
     )
+    # The container's environment: without LITELLM_LOCAL_MODEL_COST_MAP the import fetches the cost map, and
+    # offline its warning reaches a logging filter that, under load, imports litellm.rust_bridge.catalog while it
+    # is half initialised (ImportError, seen with three workers).
     found = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", probe], capture_output=True, text=True, check=True
+        [str(litellm_bin() / "python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **proxy_environment(render_text(rendered))},
     ).stdout
     router_args, retry_fields, allowed_fields = json.loads(found.strip().splitlines()[-1])
     assert set(rendered["router_settings"]) <= set(router_args)  # type: ignore[call-overload]
