@@ -157,9 +157,9 @@ AWS_CUSTOM_RESOURCE_CLASS = "aws-cdk-lib.custom_resources.AwsCustomResource"
 
 
 def _is_a(node: object, jsii_type: str) -> bool:
-    """``isinstance(node, <the aws-cdk class named jsii_type>)`` without importing that class's module: a proxy's
-    class (and each of its bases) records the jsii name it was generated for."""
-    return any(vars(c).get("__jsii_declared_type__") == jsii_type for c in type(node).__mro__)
+    """``isinstance(node, <the aws-cdk class named jsii_type>)`` without importing that class's module: each class
+    jsii generates holds its jsii name in its own ``__jsii_type__`` (a Python subclass only inherits it)."""
+    return any(vars(c).get("__jsii_type__") == jsii_type for c in type(node).__mro__)
 
 
 def _framework_functions(node: Any) -> Iterable[tuple[CfnResource, FrameworkFunction]]:
