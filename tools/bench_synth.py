@@ -39,7 +39,9 @@ app.synth()
 
 def synth_seconds(app_dir: Path, args: list[str], outdir: Path) -> float:
     start = time.perf_counter()
-    subprocess.run(
+    # The tiers' synth warnings (unfetched charts, no admin principal) would bury the table: they are shown only
+    # when a synth fails.
+    result = subprocess.run(
         [
             str(ROOT / "node_modules/.bin/cdk"),
             "synth",
@@ -50,10 +52,14 @@ def synth_seconds(app_dir: Path, args: list[str], outdir: Path) -> float:
             *args,
         ],
         cwd=app_dir,
-        check=True,
-        stdout=subprocess.DEVNULL,
+        check=False,
+        capture_output=True,
+        text=True,
     )
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if result.returncode:
+        sys.exit(f"cdk synth {' '.join(args)} failed (exit {result.returncode}):\n{result.stderr}")
+    return seconds
 
 
 def main() -> int:
