@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import aws_cdk as cdk
@@ -21,6 +24,19 @@ DATA_DIR = PROJECT_ROOT / "tests" / "data"
 
 # Never run Docker bundling in a test (bundling happens at construct time, so it must be on the App).
 _NO_BUNDLING = {"aws:cdk:bundling-stacks": []}
+
+
+def import_file(name: str, path: Path) -> ModuleType:
+    """The Python file at ``path`` (a Lambda handler or a script an asset ships), imported afresh as ``name``.
+
+    It is registered in ``sys.modules`` while it runs, as a normal import would be (dataclasses look their module
+    up there)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, f"{path} is not a Python file"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @cache

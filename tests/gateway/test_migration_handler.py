@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -12,15 +11,13 @@ import pytest
 
 from inference_tiers.constructs.gateway.proxy import ASSETS
 from inference_tiers.litellm.database import bootstrap_queries
+from tests.harness import import_file
 
 QUERIES = bootstrap_queries(username="litellm", database="litellm", password_placeholder=":password")
 
 
 def handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gateway_migrate", Path(ASSETS) / "migrate" / "index.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_file("gateway_migrate", Path(ASSETS) / "migrate" / "index.py")
     module.POLL_SECONDS = 0
     return module
 

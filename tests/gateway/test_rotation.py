@@ -6,7 +6,6 @@ with forceNewDeployment on exactly the proxy's service, which is all its policy 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from inference_tiers.constructs.gateway.proxy import ASSETS
-from tests.harness import TierBuild
+from tests.harness import TierBuild, import_file
 
 STACK = "InferenceTiers-Gateway"
 # What the template's intrinsics resolve to at deploy time, for the logical ids they name.
@@ -64,11 +63,7 @@ def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
 
 
 def handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gateway_restart", Path(ASSETS) / "restart" / "index.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file("gateway_restart", Path(ASSETS) / "restart" / "index.py")
 
 
 class FakeEcs:

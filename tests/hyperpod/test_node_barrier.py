@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from inference_tiers.constructs.hyperpod.cluster import ASSETS
+from tests.harness import import_file
 
 
 def _handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("node_barrier", Path(ASSETS) / "node_barrier" / "index.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file("node_barrier", Path(ASSETS) / "node_barrier" / "index.py")
 
 
 class FakeSageMaker:

@@ -9,13 +9,12 @@ and EFA_DEFINE_PORT_STATS.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from inference_tiers.k8s.efa_exporter import SCRIPT
+from tests.harness import import_file
 
 DEVICE_COUNTERS = (
     "submitted_cmds",
@@ -62,12 +61,7 @@ LIFESPAN_MS = 10  # the RDMA core's default (RDMA_HW_STATS_DEFAULT_LIFESPAN)
 
 def load_exporter() -> ModuleType:
     """The exporter script exactly as the ConfigMap ships it, imported from its asset file."""
-    loaded = importlib.util.spec_from_file_location("efa_exporter_under_test", SCRIPT)
-    assert loaded is not None and loaded.loader is not None
-    module = importlib.util.module_from_spec(loaded)
-    sys.modules[loaded.name] = module  # dataclasses look their module up there
-    loaded.loader.exec_module(module)
-    return module
+    return import_file("efa_exporter_under_test", SCRIPT)
 
 
 @dataclass
