@@ -139,10 +139,11 @@ def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
     assert bodies[0]["inferenceConfig"] == {"maxTokens": 3}
 
 
-def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: Path) -> None:
-    clients = StubClients()
+def _deployed_bedrock_tier(clients: StubClients, outputs: dict[str, str]) -> None:
+    """Stub the bedrock tier's stack outputs and the assumption of its application role; bench then calls
+    Bedrock through ``clients.assumed``."""
     clients.stub("cloudformation").add_response(
-        "describe_stacks", _stack(BEDROCK_OUTPUTS), {"StackName": "InferenceTiers-Bedrock"}
+        "describe_stacks", _stack(outputs), {"StackName": "InferenceTiers-Bedrock"}
     )
     clients.stub("sts").add_response(
         "assume_role",
@@ -150,6 +151,11 @@ def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: 
         {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
     )
     clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+
+
+def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: Path) -> None:
+    clients = StubClients()
+    _deployed_bedrock_tier(clients, BEDROCK_OUTPUTS)
     sent = respond_raw(
         clients.assumed.client("bedrock-runtime"),
         "ConverseStream",
@@ -287,15 +293,7 @@ def test_bedrock_tier_is_priced_through_its_application_profile(tmp_path: Path) 
     model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
     clients = profile_clients("us-east-1", "us-east-2", "us-west-2")
     outputs = {**BEDROCK_OUTPUTS, "ModelId": PROFILE}
-    clients.stub("cloudformation").add_response(
-        "describe_stacks", _stack(outputs), {"StackName": "InferenceTiers-Bedrock"}
-    )
-    clients.stub("sts").add_response(
-        "assume_role",
-        {"Credentials": CREDENTIALS},
-        {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
-    )
-    clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    _deployed_bedrock_tier(clients, outputs)
     respond_raw(
         clients.assumed.client("bedrock-runtime"), "ConverseStream", converse_stream("a", usage=(1000, 500))
     )
