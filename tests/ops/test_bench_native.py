@@ -139,9 +139,9 @@ def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
     assert bodies[0]["inferenceConfig"] == {"maxTokens": 3}
 
 
-def _deployed_bedrock_tier(clients: StubClients, outputs: dict[str, str]) -> None:
-    """Stub the bedrock tier's stack outputs and the assumption of its application role; bench then calls
-    Bedrock through ``clients.assumed``."""
+def _deployed_bedrock_tier(clients: StubClients, outputs: dict[str, str]) -> StubClients:
+    """Stub the bedrock tier's stack outputs and the assumption of its application role; returns
+    ``clients.assumed``, the clients bench then calls Bedrock with."""
     clients.stub("cloudformation").add_response(
         "describe_stacks", _stack(outputs), {"StackName": "InferenceTiers-Bedrock"}
     )
@@ -151,13 +151,14 @@ def _deployed_bedrock_tier(clients: StubClients, outputs: dict[str, str]) -> Non
         {"RoleArn": ROLE, "RoleSessionName": "inference-tiers-bench"},
     )
     clients.assumed = StubClients(unstubbed=("bedrock-runtime",))
+    return clients.assumed
 
 
 def test_bedrock_tier_runs_as_its_application_role_with_the_guardrail(tmp_path: Path) -> None:
     clients = StubClients()
-    _deployed_bedrock_tier(clients, BEDROCK_OUTPUTS)
+    assumed = _deployed_bedrock_tier(clients, BEDROCK_OUTPUTS)
     sent = respond_raw(
-        clients.assumed.client("bedrock-runtime"),
+        assumed.client("bedrock-runtime"),
         "ConverseStream",
         *(converse_stream("a", "b", usage=(1000, 500)) for _ in range(2)),
     )
@@ -293,10 +294,8 @@ def test_bedrock_tier_is_priced_through_its_application_profile(tmp_path: Path) 
     model = json.loads(BEDROCK_PRICE_FILE.read_text(encoding="utf-8"))["prices"]["amazon.nova-2-lite-v1:0"]
     clients = profile_clients("us-east-1", "us-east-2", "us-west-2")
     outputs = {**BEDROCK_OUTPUTS, "ModelId": PROFILE}
-    _deployed_bedrock_tier(clients, outputs)
-    respond_raw(
-        clients.assumed.client("bedrock-runtime"), "ConverseStream", converse_stream("a", usage=(1000, 500))
-    )
+    assumed = _deployed_bedrock_tier(clients, outputs)
+    respond_raw(assumed.client("bedrock-runtime"), "ConverseStream", converse_stream("a", usage=(1000, 500)))
     spec = tmp_path / "workload.yaml"
     spec.write_text(json.dumps({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}}))
     argv = ["bench", "--workload", str(spec), "--out", str(tmp_path / "out"), "--tier", "bedrock"]
