@@ -1,4 +1,5 @@
-"""What the loopback tests that start real components share: a free port, and the pinned vllm-router."""
+"""What the loopback tests that start real components share: a free port, an HTTP stand-in served from a thread,
+and the pinned vllm-router."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_stand_in(
+    handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0
+) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` served on ``host``:``port`` (0: a free port) from a thread while the block runs."""
+    server = ThreadingHTTPServer((host, port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 @contextmanager

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -43,6 +43,7 @@ from inference_tiers.k8s.inference_gateway_scaling import (
 )
 from inference_tiers.observability import collectors
 from tests.inference_gateway.support import DATA, listed
+from tests.loopback import http_stand_in
 from tests.observability.prometheus_server import Prometheus, running_prometheus
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
@@ -124,15 +125,8 @@ class EndpointPickerStandIn:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's signature)
                 return
 
-        server = ThreadingHTTPServer((host, port), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with http_stand_in(Handler, host, port):
             yield
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
 
 
 def _meta(name: str) -> str:
