@@ -47,6 +47,11 @@ def cdk_json_context() -> dict[str, Any]:
     return {**tier_defaults(), **context}
 
 
+def tier_settings(tier: str, **overrides: Any) -> Any:
+    """``tier``'s parsed settings for cdk.json's context plus ``overrides`` (context keys), as build_app gets them."""
+    return parse_app_config({**cdk_json_context(), "tier": tier, **overrides}).settings[tier]
+
+
 def configured_app(**overrides: Any) -> cdk.App:
     """An empty app whose context is cdk.json's plus ``overrides`` (context keys)."""
     return cdk.App(context={**cdk_json_context(), **_NO_BUNDLING, **overrides})

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
 from inference_tiers.stacks.hyperpod import HyperPodSettings
-from tests.harness import CLEAN_GATES, TierBuild, build_tier, cdk_json_context, gate_findings
+from tests.harness import CLEAN_GATES, TierBuild, build_tier, gate_findings, tier_settings
 from tests.hyperpod.support import (
     logical_ids,
     manifest_documents,
@@ -192,8 +191,7 @@ def test_gates_are_clean_for_the_native_feature_configurations(
 
 
 def _parse(**overrides: Any) -> HyperPodSettings:
-    config = parse_app_config({**cdk_json_context(), "tier": "hyperpod", **overrides})
-    settings = config.settings["hyperpod"]
+    settings = tier_settings("hyperpod", **overrides)
     assert isinstance(settings, HyperPodSettings)
     return settings
 

@@ -18,7 +18,6 @@ import aws_cdk as cdk
 import pytest
 import yaml
 
-from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
 from inference_tiers.constructs.eks.hyperpod_gateway import (
     add_hyperpod_gateway,
@@ -48,6 +47,7 @@ from tests.harness import (
     build_tier,
     cdk_json_context,
     gate_findings,
+    tier_settings,
 )
 from tests.hyperpod.support import (
     depends_on,
@@ -101,8 +101,7 @@ def _endpoint_config(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parse(**overrides: Any) -> HyperPodSettings:
-    config = parse_app_config({**cdk_json_context(), "tier": "hyperpod", **GATEWAY_ON, **overrides})
-    settings = config.settings["hyperpod"]
+    settings = tier_settings("hyperpod", **{**GATEWAY_ON, **overrides})
     assert isinstance(settings, HyperPodSettings)
     return settings
 

@@ -23,7 +23,7 @@ from inference_tiers.observability import collectors
 from inference_tiers.observability.scraper_rbac import SCRAPER_USER, scraper_rbac
 from inference_tiers.stacks.observability import ObservabilityStack
 from inference_tiers.validation import ArgumentError
-from tests.harness import cdk_json_context, cfn_lint_errors, nag_findings, parse_app_config
+from tests.harness import cfn_lint_errors, nag_findings, tier_settings
 
 CLUSTER = "arn:aws:eks:us-east-1:111122223333:cluster/inference"
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
@@ -284,7 +284,7 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
         master_key_secret=secretsmanager.Secret(other, "MasterKey"),
         export_traces=lambda: traced.append(True),
     )
-    settings = parse_app_config({**cdk_json_context(), "tier": "observability"}).settings["observability"]
+    settings = tier_settings("observability")
     stack = ObservabilityStack(app, "Obs", settings=settings, disaggregated=other, gateway=other, env=env)
     (scraper,) = stack.hub.scrapers
     assert scraper.node.scope is stack.hub
