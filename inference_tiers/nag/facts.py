@@ -1,7 +1,7 @@
 """The app being validated, read once per validation: resources by type and by logical id, resolved on demand.
 
-Each read is a round trip to the jsii kernel, so a resource is resolved only when a check asks for it, at most once
-per validation, and each stack's path is read once.
+Each read is a round trip to the jsii kernel, so every resource's type is read once, in one pass over the tree; a
+resource is resolved only when a check asks for it, at most once per validation; and each stack's path is read once.
 """
 
 from __future__ import annotations
@@ -28,12 +28,21 @@ class ConstructTreeFacts:
     def __init__(self, root: IConstruct) -> None:
         self._root = root
         self._nodes: list[tuple[CfnResource, str]] | None = None
+        self._kinds: dict[str, str] = {}
         self._resolved: dict[str, Resource] = {}
         self._stack_paths: dict[str, str] = {}
 
-    def resource(self, node: CfnResource, kind: str | None = None) -> Resource:
-        """``node`` with its properties rendered and resolved the way the synthesized template shows them
-        (``kind``: its CloudFormation type, when the caller has read it already).
+    def kind(self, node: CfnResource) -> str:
+        """``node``'s CloudFormation type: from the one pass over the tree, or read for a node that pass did not
+        see as a CfnResource."""
+        self._all_nodes()
+        key = object_key(node)
+        if key not in self._kinds:
+            self._kinds[key] = node.cfn_resource_type
+        return self._kinds[key]
+
+    def resource(self, node: CfnResource) -> Resource:
+        """``node`` with its properties rendered and resolved the way the synthesized template shows them.
 
         Raw overrides (``add_property_override``) are not part of the construct's properties, exactly as in
         cdk-nag's own rules: a resource fixed that way must acknowledge the finding.
@@ -43,7 +52,7 @@ class ConstructTreeFacts:
             stack = Stack.of(node)
             properties: Any = node._render_properties(stack.resolve(node._cfn_properties))
             self._resolved[key] = Resource(
-                type=kind or node.cfn_resource_type,
+                type=self.kind(node),
                 logical_id=str(stack.resolve(node.logical_id)),
                 stack=self._stack_path(stack),
                 properties=properties or {},
@@ -62,7 +71,8 @@ class ConstructTreeFacts:
             self._nodes = [
                 (c, c.cfn_resource_type) for c in self._root.node.find_all() if isinstance(c, CfnResource)
             ]
+            self._kinds = {object_key(node): kind for node, kind in self._nodes}
         return self._nodes
 
     def of_type(self, *types: str) -> Sequence[Resource]:
-        return [self.resource(node, kind) for node, kind in self._all_nodes() if kind in types]
+        return [self.resource(node) for node, kind in self._all_nodes() if kind in types]

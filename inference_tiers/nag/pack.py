@@ -92,11 +92,10 @@ class InferenceChecks(NagPack):
 
     def _check_resource(self, node: CfnResource) -> None:
         assert self._facts is not None, "cdk-nag calls checkResource only from validateScope"
-        kind = node.cfn_resource_type
-        for rule in self._rules_by_type.get(kind, ()):
+        for rule in self._rules_by_type.get(self._facts.kind(node), ()):
             outcome: Result | Exception
             try:
-                outcome = rule.check(self._facts.resource(node, kind), self._facts)
+                outcome = rule.check(self._facts.resource(node), self._facts)
             # cdk-nag reports an error as a finding of this rule, as it does for its own rules.
             except Exception as error:
                 outcome = error
