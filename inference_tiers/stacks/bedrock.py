@@ -288,11 +288,13 @@ class BedrockStack(Stack):
                 "with bedrock.invocation_logging=true (default false: it would overwrite an existing setting)",
             )
 
-        # Runtime metrics are reported per model id; through a system profile that is the profile id.
+        # Runtime metrics are reported per ModelId, the id each call named: the system profile's (or the model's)
+        # for direct callers, the application profile's own id for the calls this tier's app makes through it.
         self.monitoring = BedrockMonitoring(
             self,
             "Monitoring",
             model_id=source.invoke_id(self),
+            application_profile_id=self.inference_profile.profile_id if self.inference_profile else None,
             tpm_quota=settings.tpm_quota,
             guardrail=self.guardrail,
             log_delivery_alarm=settings.invocation_logging,

@@ -471,6 +471,12 @@ MONITORING_CASES: list[tuple[CaseProps, str, str]] = [
     (lambda e: {"guardrail": e.imported}, "guardrail", r"got a ImportedGuardrail; expected a Guardrail"),
     (lambda e: {"guardrail": GUARDRAIL_ARN}, "guardrail", r"expected a Guardrail"),
     (lambda e: {"log_delivery_alarm": 1}, "log_delivery_alarm", r"True or False"),
+    (
+        lambda e: {"application_profile_id": "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/x y"},
+        "application_profile_id",
+        r"expected an application inference profile id",
+    ),
+    (lambda e: {"application_profile_id": ""}, "application_profile_id", r"got ''"),
 ]  # fmt: skip
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from inference_tiers.constructs import BedrockMonitoring, Guardrail
+from inference_tiers.constructs import (
+    ApplicationInferenceProfile,
+    BedrockMonitoring,
+    CrossRegionProfile,
+    Geography,
+    Guardrail,
+)
 
 PROFILE = "us.amazon.nova-2-lite-v1:0"
 
@@ -218,3 +225,82 @@ def test_optional_alarms_are_left_out_without_guardrail_or_logging() -> None:
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::CloudWatch::Alarm", 5)
     template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+# ------------------------------------------------------------------ calls through an application profile
+# Bedrock reports a call under the ModelId it named: calls through an application inference profile land in
+# the profile's own id, not in its source's (awslabs/bedrock-usage-analyzer@4ba03085a603eed547111b0515ddbf914ed10488
+# src/bedrock_usage_analyzer/core/profile_fetcher.py:39-86 collects each APPLICATION profile's inferenceProfileId,
+# core/metrics_fetcher.py:828-840 queries AWS/Bedrock with Dimensions=[ModelId=<that id>] besides the system
+# profile's, README.md:11 "aggregates the FM usage across Bedrock application inference profiles"). The AWS docs
+# (https://docs.aws.amazon.com/bedrock/latest/userguide/monitoring-runtime-metrics.html) name ModelId as the only
+# dimension of these metrics.
+
+MODEL_ALARMS = {
+    "Throttles": ("InvocationThrottles", "SUM"),
+    "ServerErrorRate": ("InvocationServerErrors", "SUM"),
+    "LatencyP99": ("InvocationLatency", "MAX"),
+    "TimeToFirstTokenP90": ("TimeToFirstToken", "MAX"),
+    "TpmQuotaUsage": ("EstimatedTPMQuotaUsage", "SUM"),
+}
+
+
+@pytest.fixture(scope="module")
+def through_profile() -> tuple[cdk.Stack, dict[str, Any], Template]:
+    stack = cdk.Stack(cdk.App(), "Stack")
+    profile = ApplicationInferenceProfile(
+        stack, "Profile", model_source=CrossRegionProfile(model_id=PROFILE[3:], geography=Geography.US)
+    )
+    BedrockMonitoring(
+        stack, "Monitoring", model_id=PROFILE, application_profile_id=profile.profile_id, tpm_quota=1000
+    )
+    return stack, stack.resolve(profile.profile_id), Template.from_stack(stack)
+
+
+def _model_series(metrics: list[dict[str, Any]], metric_name: str) -> list[Any]:
+    """The ModelId values of the alarm's MetricStat entries of ``metric_name``."""
+    return [
+        dimension["Value"]
+        for m in metrics
+        if "MetricStat" in m and m["MetricStat"]["Metric"]["MetricName"] == metric_name
+        for dimension in m["MetricStat"]["Metric"]["Dimensions"]
+        if dimension["Name"] == "ModelId"
+    ]
+
+
+@pytest.mark.parametrize(("construct_id", "metric_and_combine"), MODEL_ALARMS.items())
+def test_each_model_alarm_combines_the_system_and_application_profile_series(
+    through_profile: Any, construct_id: str, metric_and_combine: tuple[str, str]
+) -> None:
+    _, profile_id, template = through_profile
+    metric_name, combine = metric_and_combine
+    assert profile_id["Fn::GetAtt"][1] == "InferenceProfileId"
+    metrics = _alarm(template, construct_id)["Metrics"]
+    assert _model_series(metrics, metric_name) == [PROFILE, profile_id]
+    combined = [m["Expression"] for m in metrics if m.get("Expression", "").startswith(("SUM(", "MAX("))]
+    assert combined and all(e.startswith(f"{combine}([") for e in combined), combined
+
+
+def test_the_dashboard_graphs_the_application_profile_series_of_every_model_metric(
+    through_profile: Any,
+) -> None:
+    _, profile_id, template = through_profile
+    (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    text = "".join(p for p in parts if isinstance(p, str))
+    system = re.findall(rf'"AWS/Bedrock","(\w+)","ModelId","{re.escape(PROFILE)}"', text)
+    application = [
+        re.findall(r'"AWS/Bedrock","(\w+)","ModelId","$', parts[i - 1])[0]
+        for i, part in enumerate(parts)
+        if part == profile_id
+    ]
+    assert system and sorted(application) == sorted(system)
+
+
+def test_without_an_application_profile_only_the_model_id_series_is_watched(built: Any) -> None:
+    _, monitoring, template = built
+    assert monitoring.model_ids == (PROFILE,)
+    for construct_id, (metric_name, _) in MODEL_ALARMS.items():
+        props = _alarm(template, construct_id)
+        metrics = props.get("Metrics", [{"MetricStat": {"Metric": props | {"MetricName": metric_name}}}])
+        assert _model_series(metrics, metric_name) == [PROFILE], construct_id

@@ -75,6 +75,39 @@ def test_model_id_and_profile_outputs_are_the_application_profile(
     )
 
 
+def _alarm_model_ids(template: Template) -> dict[str, list[Any]]:
+    """Each alarm's ModelId dimension values (alarms on metrics without one, guardrail or log delivery, left out)."""
+    found: dict[str, list[Any]] = {}
+    for logical_id, alarm in template.find_resources("AWS::CloudWatch::Alarm").items():
+        props = alarm["Properties"]
+        metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [
+            props
+        ]
+        ids = [d["Value"] for m in metrics for d in m.get("Dimensions", []) if d["Name"] == "ModelId"]
+        if ids:
+            found[logical_id] = ids
+    return found
+
+
+def test_every_model_alarm_and_graph_watches_the_application_profile_the_app_calls(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
+    """The app calls the application profile's ARN, and Bedrock reports those calls under the profile's id
+    (evidence: tests/bedrock/test_monitoring.py); direct system-profile callers stay watched too."""
+    build = tier_build("bedrock")
+    stack = build.stacks[0]
+    profile_id = stack.resolve(stack.inference_profile.profile_id)  # type: ignore[attr-defined]
+    assert profile_id["Fn::GetAtt"][1] == "InferenceProfileId"
+    alarms = _alarm_model_ids(build.template())
+    assert len(alarms) == 5
+    for logical_id, ids in alarms.items():
+        assert profile_id in ids and "us.amazon.nova-2-lite-v1:0" in ids, logical_id
+    (dashboard,) = build.template().find_resources("AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    system = "".join(p for p in parts if isinstance(p, str)).count('"ModelId","us.amazon.nova-2-lite-v1:0"')
+    assert system > 0 and parts.count(profile_id) == system
+
+
 def test_converse_example_passes_the_guardrail_version(tier_build: Callable[[str], TierBuild]) -> None:
     build = tier_build("bedrock")
     stack = build.stacks[0]
@@ -167,6 +200,9 @@ def test_global_profile_without_application_profile_variant() -> None:
     template = build.template()
     template.resource_count_is("AWS::Bedrock::ApplicationInferenceProfile", 0)
     assert template.find_outputs("ModelId")["ModelId"]["Value"] == "global.amazon.nova-2-lite-v1:0"
+    alarms = _alarm_model_ids(template)
+    assert len(alarms) == 5
+    assert {model_id for ids in alarms.values() for model_id in ids} == {"global.amazon.nova-2-lite-v1:0"}
 
 
 def test_foundation_model_through_an_application_profile_and_a_standard_guardrail() -> None:

@@ -1,12 +1,17 @@
 """Dashboard and alarms for one Bedrock model (or inference profile), its guardrail and invocation logging.
 
-Bedrock's runtime metrics (``AWS/Bedrock``) carry only the ``ModelId`` dimension: for a cross-Region profile
-that is the profile id the application calls. Alarms publish to a KMS-encrypted SNS topic exposed as
-:attr:`BedrockMonitoring.topic` so users subscribe what they like (or set ``alarm_email``).
+Bedrock's runtime metrics (``AWS/Bedrock``) carry only the ``ModelId`` dimension: the model or profile id the
+call named. Calls through an application inference profile are reported under that profile's own id, not its
+source's (awslabs/bedrock-usage-analyzer@4ba03085 ``core/profile_fetcher.py:39-86`` collects each APPLICATION
+profile's ``inferenceProfileId`` and ``core/metrics_fetcher.py:828-840`` queries ``ModelId=<that id>`` besides
+the system profile's, to total a model's use). With ``application_profile_id`` every alarm and graph therefore
+combines both series. Alarms publish to a KMS-encrypted SNS topic exposed as :attr:`BedrockMonitoring.topic` so
+users subscribe what they like (or set ``alarm_email``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +42,12 @@ _MODEL_DIMENSION = (
 )
 
 
+# botocore bedrock ``InferenceProfileId`` (an application profile's id, the last part of its ARN).
+_PROFILE_ID = r"[a-zA-Z0-9-:.]{1,64}"
+# Statistics whose values add up across series; any other (percentiles, Average, Maximum) cannot be summed.
+_ADDITIVE = {"sum", "samplecount"}
+
+
 def _percent(args: Args, param: str, value: Any) -> float:
     return args.number(param, value, minimum=0, maximum=100, exclusive_minimum=True)
 
@@ -53,6 +64,10 @@ class BedrockMonitoring(Construct):
     """CloudWatch dashboard and alarms for Bedrock invocations of ``model_id``.
 
     :param model_id: the ``ModelId`` dimension (foundation-model or inference-profile id the app calls).
+    :param application_profile_id: the id of an application inference profile over ``model_id`` that the
+        app calls (``ApplicationInferenceProfile.profile_id``; a deploy-time value works). Bedrock reports
+        those calls under this id, so every metric combines both series: counts and token use are summed,
+        other statistics take the higher of the two. Default none (only ``model_id``).
     :param tpm_quota: the account's tokens-per-minute quota for this model, from Service Quotas; the TPM
         alarm compares ``EstimatedTPMQuotaUsage`` to it.
     :param guardrail: adds guardrail widgets and an intervention-rate alarm. Default none.
@@ -80,6 +95,7 @@ class BedrockMonitoring(Construct):
         *,
         model_id: str,
         tpm_quota: int,
+        application_profile_id: str | None = None,
         guardrail: Guardrail | None = None,
         log_delivery_alarm: bool = False,
         tpm_alarm_percent: float = 80,
@@ -99,6 +115,13 @@ class BedrockMonitoring(Construct):
             max_length=2048,
             description="the ModelId the application calls (a model or inference-profile id, or a profile ARN)",
         )
+        if application_profile_id is not None:
+            args.text(
+                "application_profile_id",
+                application_profile_id,
+                pattern=_PROFILE_ID,
+                description="an application inference profile id (letters, digits, '-', ':' and '.', 1-64)",
+            )
         # Synth-time numbers: they are written into the alarms' descriptions and the quota math expression.
         args.integer("tpm_quota", tpm_quota, minimum=1, maximum=1_000_000_000)
         if guardrail is not None:
@@ -118,8 +141,10 @@ class BedrockMonitoring(Construct):
                 description="an email address",
             )
         self.model_id = model_id
-        """The ``ModelId`` dimension of every metric and alarm (the model or inference-profile id, or profile
-        ARN, that the application calls)."""
+        """The ``ModelId`` dimension of direct calls (the model or inference-profile id, or profile ARN)."""
+        self.model_ids = (model_id,) if application_profile_id is None else (model_id, application_profile_id)
+        """Every ``ModelId`` series the metrics and alarms combine: ``model_id``, then the application
+        profile's id when given."""
         self.tpm_quota = tpm_quota
         """The tokens-per-minute quota that :meth:`metric_tpm_quota_usage_percent` and the TPM alarm divide
         by."""
@@ -130,6 +155,7 @@ class BedrockMonitoring(Construct):
         """The encrypted SNS topic every alarm publishes to: subscribe your notifications to it
         (``alarm_email`` is subscribed when given)."""
 
+        subject = model_id if application_profile_id is None else f"{model_id} and its application profile"
         self.alarms: list[cloudwatch.Alarm] = []
         """Every alarm of this construct: throttles, server-error rate, p99 latency, p90 time to first token,
         TPM quota use, and the guardrail and log-delivery alarms when turned on."""
@@ -138,35 +164,35 @@ class BedrockMonitoring(Construct):
             self.metric("InvocationThrottles"),
             threshold=throttle_alarm_count,
             evaluation_periods=3,
-            description=f"Bedrock throttled {model_id} for 15 minutes: raise the quota or spread the load",
+            description=f"Bedrock throttled {subject} for 15 minutes: raise the quota or spread the load",
         )
         self._alarm(
             "ServerErrorRate",
             self._rate("InvocationServerErrors", "Server error rate (%)"),
             threshold=server_error_rate_alarm_percent,
             evaluation_periods=3,
-            description=f"More than {server_error_rate_alarm_percent:g}% of {model_id} invocations fail server-side",
+            description=f"More than {server_error_rate_alarm_percent:g}% of {subject} invocations fail server-side",
         )
         self._alarm(
             "LatencyP99",
             self.metric("InvocationLatency", statistic="p99"),
             threshold=latency_p99_alarm.to_milliseconds(),
             evaluation_periods=3,
-            description=f"p99 latency of {model_id} is above {latency_p99_alarm.to_milliseconds()} ms",
+            description=f"p99 latency of {subject} is above {latency_p99_alarm.to_milliseconds()} ms",
         )
         self._alarm(
             "TimeToFirstTokenP90",
             self.metric("TimeToFirstToken", statistic="p90"),
             threshold=ttft_p90_alarm.to_milliseconds(),
             evaluation_periods=3,
-            description=f"p90 time to first token of {model_id} is above {ttft_p90_alarm.to_milliseconds()} ms",
+            description=f"p90 time to first token of {subject} is above {ttft_p90_alarm.to_milliseconds()} ms",
         )
         self._alarm(
             "TpmQuotaUsage",
             self.metric_tpm_quota_usage_percent(),
             threshold=tpm_alarm_percent,
             evaluation_periods=5,
-            description=f"{model_id} uses more than {tpm_alarm_percent:g}% of its {tpm_quota} tokens-per-minute quota",
+            description=f"{subject} uses more than {tpm_alarm_percent:g}% of its {tpm_quota} tokens-per-minute quota",
         )
         if guardrail is not None:
             self._alarm(
@@ -198,16 +224,36 @@ class BedrockMonitoring(Construct):
         guardrail and log delivery when turned on, alarm status); add widgets to it."""
         self.dashboard.add_widgets(*self._widgets(guardrail, log_delivery_alarm))
 
-    def metric(self, metric_name: str, **props: Any) -> cloudwatch.Metric:
-        """An ``AWS/Bedrock`` metric of this model (Sum over 5 minutes unless overridden); ``props``:
-        ``cloudwatch.MetricOptions`` but ``dimensions_map``."""
+    def metric(self, metric_name: str, **props: Any) -> cloudwatch.IMetric:
+        """An ``AWS/Bedrock`` metric of this model (Sum over 5 minutes unless overridden) over every series of
+        :attr:`model_ids`; ``props``: ``cloudwatch.MetricOptions`` but ``dimensions_map``.
+
+        With two series it is metric math: ``SUM`` for Sum and SampleCount, ``MAX`` for any other statistic. A
+        percentile of all calls cannot be derived from the two series' percentiles, and the higher of them
+        crosses an alarm threshold whenever either group of callers does (direct calls, or calls through the
+        application profile), so a latency alarm misses neither."""
         args = Args("BedrockMonitoring.metric")
         args.text("metric_name", metric_name, allow_token=False)
-        return cloudwatch.Metric(
-            namespace=NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={"ModelId": self.model_id},
-            **{"statistic": "Sum", "period": FIVE_MINUTES, **metric_options(args, props)},
+        options = {"statistic": "Sum", "period": FIVE_MINUTES, **metric_options(args, props)}
+        series = [
+            cloudwatch.Metric(
+                namespace=NAMESPACE, metric_name=metric_name, dimensions_map={"ModelId": model_id}, **options
+            )
+            for model_id in self.model_ids
+        ]
+        if len(series) == 1:
+            return series[0]
+        statistic = options["statistic"]
+        # Ids unique per metric and statistic, so that an expression can combine several of these.
+        prefix = re.sub(r"[^a-z0-9]", "_", f"{metric_name}_{statistic}".lower())
+        ids = {f"{prefix}_{index}": metric for index, metric in enumerate(series)}
+        combine = "SUM" if statistic.lower() in _ADDITIVE else "MAX"
+        return cloudwatch.MathExpression(
+            expression=f"{combine}([{', '.join(ids)}])",
+            using_metrics=ids,
+            label=options.get("label", f"{metric_name} ({statistic})"),
+            period=options["period"],
+            **{key: options[key] for key in ("color",) if key in options},
         )
 
     def metric_tpm_quota_usage_percent(self) -> cloudwatch.MathExpression:
