@@ -308,6 +308,16 @@ class ImageNeed:
 
 
 @dataclass(frozen=True)
+class WeightsNeed:
+    """Model weights an endpoint loads from S3 when the deploy creates it: ``s3_uri``, or when the stack's own
+    bucket holds them, the prefix that ``stack_name``'s output ``output_key`` names (from an earlier deploy)."""
+
+    s3_uri: str | None = None
+    stack_name: str = ""
+    output_key: str = ""
+
+
+@dataclass(frozen=True)
 class AccountRequirements:
     """Everything a preflight check must find in an account before this tier's ``cdk deploy``."""
 
@@ -320,6 +330,7 @@ class AccountRequirements:
     eks_addons: tuple[AddonPin, ...] = ()
     addon_features: tuple[AddonFeature, ...] = ()
     images: tuple[ImageNeed, ...] = ()
+    model_weights: WeightsNeed | None = None
 
 
 class TierSettings(Protocol):

@@ -16,7 +16,14 @@ from botocore.exceptions import ClientError
 
 from inference_tiers.config import AccountRequirements
 from inference_tiers.instance_types import SAGEMAKER_PREFIX, find_gpu_instance_type
-from inference_tiers.ops.checks import CheckResult, Clients, Status, could_not_check, error_code
+from inference_tiers.ops.checks import (
+    CheckResult,
+    Clients,
+    Status,
+    could_not_check,
+    error_code,
+    error_message,
+)
 from inference_tiers.ops.eks_addons import check_eks_addons
 from inference_tiers.ops.images import check_images
 
@@ -373,6 +380,65 @@ def _training_plan_result(name: str, plan: dict[str, Any], req: AccountRequireme
 _BEDROCK_NOT_FOUND = ("ResourceNotFoundException", "ValidationException")
 
 
+_FIRST_DEPLOY = (
+    "deploy without sagemaker.create_endpoint first (it creates the bucket), upload the weights to its "
+    "ModelWeightsPrefix output, then deploy with sagemaker.create_endpoint=true"
+)
+
+
+def _stack_weights_prefix(clients: Clients, stack_name: str, output_key: str) -> str | None:
+    """The prefix a deployed stack's output names; None when the stack or the output does not exist."""
+    try:
+        (stack,) = clients.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as error:
+        if error_code(error) == "ValidationError" and "does not exist" in error_message(error):
+            return None
+        raise
+    return next((o["OutputValue"] for o in stack.get("Outputs", []) if o["OutputKey"] == output_key), None)
+
+
+def check_sagemaker_weights(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
+    """The S3 prefix the endpoint loads its weights from holds objects: over an empty or missing prefix the
+    inference component cannot download the model and the deploy rolls back."""
+    need = req.model_weights
+    if need is None:
+        return []
+    name = "model weights in S3"
+    uri = need.s3_uri
+    if uri is None:
+        try:
+            uri = _stack_weights_prefix(clients, need.stack_name, need.output_key)
+        except ClientError as error:
+            return [could_not_check(name, error, "cloudformation:DescribeStacks")]
+        if uri is None:
+            return [
+                CheckResult(
+                    name,
+                    "fail",
+                    f"the endpoint would load from the model bucket {need.stack_name} creates, which is not "
+                    "deployed yet (it would be empty)",
+                    _FIRST_DEPLOY,
+                )
+            ]
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    try:
+        listing = clients.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    except ClientError as error:
+        if error_code(error) == "NoSuchBucket":
+            return [CheckResult(name, "fail", f"no bucket {bucket} for {uri}", "set sagemaker.model_s3_uri")]
+        return [could_not_check(name, error, f"s3:ListBucket on {bucket}")]
+    if not listing.get("KeyCount"):
+        return [
+            CheckResult(
+                name,
+                "fail",
+                f"no objects under {uri}: the endpoint could not download the model",
+                f"aws s3 sync <local model dir> {uri} --exclude '.cache/*'",
+            )
+        ]
+    return [CheckResult(name, "pass", f"weights found under {uri}")]
+
+
 def check_bedrock(clients: Clients, req: AccountRequirements) -> list[CheckResult]:
     """The configured model is offered and authorized here; the cross-Region inference profile exists."""
     results: list[CheckResult] = []
@@ -540,6 +606,7 @@ CHECKS: tuple[Callable[[Clients, AccountRequirements], list[CheckResult]], ...] 
     check_sagemaker_quotas,
     check_capacity_reservations,
     check_training_plans,
+    check_sagemaker_weights,
     check_bedrock,
     check_eks_version,
     check_eks_addons,

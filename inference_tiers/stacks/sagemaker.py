@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from aws_cdk import Aws, CfnOutput, Duration, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -25,6 +25,7 @@ from inference_tiers.config import (
     ImageNeed,
     InstanceNeed,
     TierSpec,
+    WeightsNeed,
     boolean,
     choice,
     integer,
@@ -46,7 +47,7 @@ from inference_tiers.constructs.sagemaker.capacity import (
     capacity_reservation_config,
     routing_config,
 )
-from inference_tiers.constructs.sagemaker.endpoint import SageMakerLlmEndpoint
+from inference_tiers.constructs.sagemaker.endpoint import NEW_BUCKET_WARNING, SageMakerLlmEndpoint
 from inference_tiers.constructs.sagemaker.engines import (
     ENGINE_CONVENTIONS,
     ENGINES,
@@ -66,6 +67,8 @@ STACK_NAME = "InferenceTiers-SageMaker"
 KEY_PREFIX = "sagemaker."
 # Where to upload the weights when the stack creates the model bucket: models/<model_id>/.
 MODEL_PREFIX = "models/"
+# The stack output naming that prefix (preflight reads it before the deploy that adds the endpoint).
+WEIGHTS_OUTPUT = "ModelWeightsPrefix"
 
 _CIDR = r"10\.(25[0-5]|2[0-4][0-9]|1?[0-9]{1,2})\.0\.0/16"
 # The construct rules the settings reuse raise ArgumentError; _as_context_key names the context key instead.
@@ -119,8 +122,10 @@ class SageMakerSettings:
         optional(text(max_length=1024)),
         "existing weights (s3://bucket/prefix/); empty: a model bucket this stack creates, prefix models/<model_id>/",
     )
-    create_endpoint: bool = setting(
-        boolean(), "false for the first deploy of a new model bucket: creates the bucket to upload weights to"
+    create_endpoint: bool | None = setting(
+        optional(boolean()),
+        "empty: an endpoint unless the weights would come from the model bucket this stack creates, empty until "
+        "you upload them (then set true); true or false: always or never",
     )
     instance_types: tuple[str, ...] = setting(
         items(text(r"ml\.[a-z0-9]+\.[a-z0-9]+"), min_items=1, max_items=MAX_INSTANCE_POOLS),
@@ -224,6 +229,19 @@ class SageMakerSettings:
             )
 
     @property
+    def weights_in_new_bucket(self) -> bool:
+        """The weights come from the model bucket this stack creates (empty until the user uploads them)."""
+        return self.model_source == "s3" and self.model_s3_uri is None
+
+    @property
+    def builds_endpoint(self) -> bool:
+        """``create_endpoint``, or when empty: an endpoint unless it would load from the new, empty bucket
+        (the inference component cannot download weights and the deploy rolls back)."""
+        if self.create_endpoint is not None:
+            return self.create_endpoint
+        return not self.weights_in_new_bucket
+
+    @property
     def inference_components(self) -> bool:
         return self.topology == "inference-component"
 
@@ -256,8 +274,16 @@ class SageMakerSettings:
             capacity_reservation_ids=(self.capacity_reservation_arn,)
             if self.capacity_reservation_arn
             else (),
-            images=(self._image(),) if self.create_endpoint else (),
+            images=(self._image(),) if self.builds_endpoint else (),
+            model_weights=self._weights_need() if self.builds_endpoint else None,
         )
+
+    def _weights_need(self) -> WeightsNeed | None:
+        if self.model_source == "hub":
+            return None
+        if self.model_s3_uri is not None:
+            return WeightsNeed(s3_uri=self.model_s3_uri)
+        return WeightsNeed(stack_name=STACK_NAME, output_key=WEIGHTS_OUTPUT)
 
     def _image(self) -> ImageNeed:
         if self.image_uri is not None:
@@ -289,7 +315,12 @@ class SageMakerStack(Stack):
         self.access_logs: s3.Bucket | None = None
         self.model_bucket: s3.Bucket | None = None
         weights = self._weights(settings)
-        if not settings.create_endpoint:
+        if self.model_bucket is not None:
+            prefix = f"s3://{self.model_bucket.bucket_name}/{MODEL_PREFIX}{settings.model_id}/"
+            CfnOutput(self, WEIGHTS_OUTPUT, value=prefix, description="Upload the model weights here")
+            if not settings.builds_endpoint:
+                self._upload_steps(settings, prefix)
+        if not settings.builds_endpoint:
             return
         capture = self._bucket("CaptureBucket") if settings.data_capture_percent > 0 else None
         self.endpoint = SageMakerLlmEndpoint(
@@ -329,6 +360,12 @@ class SageMakerStack(Stack):
                 latency_slo=Duration.millis(settings.latency_slo_ms),
             ),
         )
+        if self.model_bucket is not None:
+            Annotations.of(self.endpoint).acknowledge_warning(
+                NEW_BUCKET_WARNING,
+                "create_endpoint=true over the stack's model bucket: its first deploy created the bucket without "
+                "the endpoint, and preflight checks the weights under the prefix before this one",
+            )
         self._outputs(self.endpoint, settings)
         if settings.benchmark_workload is not None:
             self.benchmark_workload = BenchmarkWorkload(
@@ -355,6 +392,28 @@ class SageMakerStack(Stack):
             return ModelWeights.from_s3_uri(settings.model_s3_uri)
         self.model_bucket = self._bucket("ModelBucket")
         return ModelWeights.from_bucket(self.model_bucket, f"{MODEL_PREFIX}{settings.model_id}/")
+
+    def _upload_steps(self, settings: SageMakerSettings, prefix: str) -> None:
+        """The two steps to the endpoint, in an output, and in a synth warning when the empty default chose to
+        build none."""
+        add_endpoint = (
+            f'set "{KEY_PREFIX}create_endpoint": true in cdk.json (keep it: a deploy without it removes the '
+            "endpoint) and run npx cdk deploy -c tier=sagemaker"
+        )
+        CfnOutput(
+            self,
+            "NextSteps",
+            value=f"1. aws s3 sync <local model dir> {prefix} --exclude '.cache/*'  2. {add_endpoint}",
+            description="How to add the endpoint",
+        )
+        if settings.create_endpoint is None:
+            Annotations.of(self).add_warning_v2(
+                "inference-tiers:sagemaker-no-endpoint-until-weights",
+                "No endpoint in this deploy: the weights come from the model bucket this stack creates, which is "
+                f"empty until you upload them. After the deploy: 1. upload the uncompressed weights to the "
+                f"{WEIGHTS_OUTPUT} output (models/{settings.model_id}/ of the bucket) 2. {add_endpoint}. "
+                f"Or serve existing weights with {KEY_PREFIX}model_s3_uri, or {KEY_PREFIX}model_source=hub.",
+            )
 
     def _outputs(self, endpoint: SageMakerLlmEndpoint, settings: SageMakerSettings) -> None:
         CfnOutput(self, "EndpointName", value=endpoint.endpoint_name)

@@ -287,7 +287,8 @@ def test_with_the_bedrock_tier_the_gateway_takes_its_guardrail_and_profile() -> 
 
 
 def test_with_the_sagemaker_tier_the_role_may_invoke_exactly_its_endpoint() -> None:
-    build = build_tier("sagemaker,gateway")
+    # create_endpoint=true: the sagemaker defaults build no endpoint until its weights are uploaded.
+    build = build_tier("sagemaker,gateway", **{"sagemaker.create_endpoint": "true"})
     template = build.template(STACK)
     sagemaker = [
         s for s in statements(template, "GatewayTaskRole") if "sagemaker:InvokeEndpoint" in s["Action"]

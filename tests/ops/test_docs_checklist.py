@@ -16,12 +16,17 @@ PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-week"
 # with the checklist item it backs.
 TIERS = {
     "sagemaker": (
-        (f"sagemaker.capacity_reservation_arn={PLAN}", 'sagemaker.instance_types=["ml.p5.48xlarge"]'),
+        (
+            f"sagemaker.capacity_reservation_arn={PLAN}",
+            'sagemaker.instance_types=["ml.p5.48xlarge"]',
+            "sagemaker.create_endpoint=true",
+        ),
         {
             "quota ml.": "Endpoint quota for every pool",
             "SageMaker quotas": "Endpoint quota for every pool",
             "training plan ": "The training plan",
             "image ": "The container image is in ECR",
+            "model weights in S3": "The weights are in S3",
             "CDK bootstrap": "CDK bootstrap",
         },
     ),

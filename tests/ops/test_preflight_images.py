@@ -23,7 +23,7 @@ from inference_tiers.ops.registry import (
     parse_reference,
     registry_base_url,
 )
-from tests.harness import TierBuild
+from tests.harness import TierBuild, build_tier
 from tests.ops.helpers import StubClients, client_error, tier_requirements
 from tests.ops.registry_server import RegistryState, loopback_registry
 
@@ -118,9 +118,12 @@ def test_ecr_access_denied_names_the_permission_and_repository(clients: StubClie
 
 # --- the SageMaker engines' pinned Deep Learning Containers ------------------------------------------------
 
+# The defaults build no endpoint (no image to check) until the weights are in the stack's bucket.
+ENDPOINT = "sagemaker.create_endpoint=true"
+
 
 def test_sagemaker_checks_the_engine_dlc_in_the_regions_registry(clients: StubClients) -> None:
-    req = tier_requirements("sagemaker", "sagemaker.engine=sglang")
+    req = tier_requirements("sagemaker", "sagemaker.engine=sglang", ENDPOINT)
     [need] = req.images
     assert (need.source, need.set_by) == ("aws-dlc", "sagemaker.image_uri")
     repository, _, tag = need.reference.partition(":")
@@ -138,7 +141,7 @@ def test_sagemaker_checks_the_engine_dlc_in_the_regions_registry(clients: StubCl
 
 def test_a_dlc_tag_missing_in_the_region_fails_pointing_at_image_uri(clients: StubClients) -> None:
     client_error(clients.stub("ecr"), "describe_images", "ImageNotFoundException")
-    [result] = check_images(clients, tier_requirements("sagemaker"))
+    [result] = check_images(clients, tier_requirements("sagemaker", ENDPOINT))
     assert result.status == "fail"
     assert (
         result.fix
@@ -149,13 +152,13 @@ def test_a_dlc_tag_missing_in_the_region_fails_pointing_at_image_uri(clients: St
 def test_a_region_without_a_known_dlc_registry_fails_without_a_call() -> None:
     clients = StubClients("il-central-1")
     clients.stub("ecr")
-    [result] = check_images(clients, tier_requirements("sagemaker"))
+    [result] = check_images(clients, tier_requirements("sagemaker", ENDPOINT))
     assert result.status == "fail" and "no Deep Learning Containers registry in il-central-1" in result.detail
     clients.assert_done()
 
 
 def test_sagemaker_image_uri_replaces_the_dlc(clients: StubClients) -> None:
-    req = tier_requirements("sagemaker", f"sagemaker.image_uri={REPO_URI}:v1")
+    req = tier_requirements("sagemaker", f"sagemaker.image_uri={REPO_URI}:v1", ENDPOINT)
     assert req.images == (ImageNeed(f"{REPO_URI}:v1", "sagemaker.image_uri"),)
     assert tier_requirements("sagemaker", "sagemaker.create_endpoint=false").images == ()
 
@@ -345,10 +348,16 @@ def test_registry_urls() -> None:
 # --- the images preflight checks are the ones the templates reference --------------------------------------
 
 
-@pytest.mark.parametrize("tier", ["sagemaker", "hyperpod", "gateway"])
-def test_every_checked_image_is_in_the_template(tier: str, tier_build: Callable[[str], TierBuild]) -> None:
-    text = json.dumps(tier_build(tier).templates())
-    images = tier_requirements(tier).images
+@pytest.mark.parametrize(
+    ("tier", "overrides"),
+    # sagemaker's defaults build no endpoint (no image) until the weights are in the stack's bucket.
+    [("sagemaker", {"sagemaker.create_endpoint": "true"}), ("hyperpod", {}), ("gateway", {})],
+)
+def test_every_checked_image_is_in_the_template(
+    tier: str, overrides: dict[str, str], tier_build: Callable[[str], TierBuild]
+) -> None:
+    text = json.dumps((build_tier(tier, **overrides) if overrides else tier_build(tier)).templates())
+    images = tier_requirements(tier, *(f"{key}={value}" for key, value in overrides.items())).images
     assert images
     for image in images:
         assert image.reference in text, image

@@ -893,3 +893,35 @@ def test_docs_example_runs_as_written_and_builds_what_it_describes() -> None:
             "Roles": [{"Ref": logical_id(stack.node.find_child("App"))}],
         },
     )
+
+
+def _new_bucket_warnings(weights_stack: str) -> list[Any]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test")
+    bucket = s3.Bucket(cdk.Stack(app, "Storage") if weights_stack == "other" else stack, "Weights")
+    weights = (
+        ModelWeights.from_s3_uri("s3://existing-models/m/")
+        if weights_stack == "none"
+        else ModelWeights.from_bucket(bucket, "models/m/")
+    )
+    SageMakerLlmEndpoint(
+        stack,
+        "Llm",
+        weights=weights,
+        instance_types=["ml.g6e.2xlarge"],
+        vpc=ec2.Vpc(stack, "Vpc", restrict_default_security_group=False),
+    )
+    return Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("a bucket this stack creates")
+    )
+
+
+def test_weights_in_a_bucket_of_the_endpoints_own_stack_warn_with_the_two_steps() -> None:
+    """Both created by one deploy, the bucket is empty when the inference component downloads: rollback."""
+    (warning,) = _new_bucket_warnings("same")
+    assert "Deploy the bucket without this endpoint first, upload the weights" in str(warning.entry.data)
+
+
+@pytest.mark.parametrize("weights_stack", ["other", "none"])
+def test_weights_in_another_stacks_bucket_or_an_existing_prefix_do_not_warn(weights_stack: str) -> None:
+    assert _new_bucket_warnings(weights_stack) == []

@@ -7,12 +7,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Annotations, Match
 from cdk_nag import AwsSolutionsChecks
+from syrupy.extensions.json import JSONSnapshotExtension
 
 from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.stacks.sagemaker import STACK_NAME, TIER, SageMakerSettings
-from tests.harness import TierBuild, build_tier, cdk_json_context, cfn_lint_errors, nag_findings
+from tests.harness import (
+    TierBuild,
+    build_tier,
+    cdk_json_context,
+    cfn_lint_errors,
+    mask_asset_hashes,
+    nag_findings,
+)
 
 
 def resources_of(template: Mapping[str, Any], resource_type: str) -> dict[str, Any]:
@@ -30,10 +39,14 @@ def test_every_setting_has_a_default_in_cdk_json() -> None:
     assert keys <= set(cdk_json_context()), sorted(keys - set(cdk_json_context()))
 
 
-def test_defaults_serve_an_open_model_with_vllm_on_single_gpu_pools(
-    tier_build: Callable[[str], TierBuild],
-) -> None:
-    template = tier_build("sagemaker").template(STACK_NAME).to_json()
+@pytest.fixture(scope="module")
+def second_deploy() -> TierBuild:
+    """The defaults once the weights are in the stack's bucket: ``sagemaker.create_endpoint=true``."""
+    return build_tier("sagemaker", **{"sagemaker.create_endpoint": "true"})
+
+
+def test_defaults_serve_an_open_model_with_vllm_on_single_gpu_pools(second_deploy: TierBuild) -> None:
+    template = second_deploy.template(STACK_NAME).to_json()
     (model,) = resources_of(template, "AWS::SageMaker::Model").values()
     env = model["Properties"]["PrimaryContainer"]["Environment"]
     assert env["SM_VLLM_MODEL"] == "/opt/ml/model"
@@ -50,8 +63,8 @@ def test_defaults_serve_an_open_model_with_vllm_on_single_gpu_pools(
     assert len(resources_of(template, "AWS::SageMaker::InferenceComponent")) == 1
 
 
-def test_outputs(tier_build: Callable[[str], TierBuild]) -> None:
-    template = tier_build("sagemaker").template(STACK_NAME).to_json()
+def test_outputs(second_deploy: TierBuild) -> None:
+    template = second_deploy.template(STACK_NAME).to_json()
     outputs = template["Outputs"]
     assert sorted(outputs) == [
         "DashboardUrl",
@@ -59,6 +72,7 @@ def test_outputs(tier_build: Callable[[str], TierBuild]) -> None:
         "InferenceComponentName",
         "InvokeExample",
         "InvokeUrl",
+        "ModelWeightsPrefix",  # preflight reads it to check the weights before each deploy
     ]
     endpoint_name = outputs["EndpointName"]["Value"]
     component_name = outputs["InferenceComponentName"]["Value"]
@@ -76,10 +90,21 @@ def test_outputs(tier_build: Callable[[str], TierBuild]) -> None:
 
 def test_single_model_outputs_have_no_component_name() -> None:
     stack = build_tier(
-        "sagemaker", **{"sagemaker.topology": "single-model", "sagemaker.instance_types": ["ml.g6e.12xlarge"]}
+        "sagemaker",
+        **{
+            "sagemaker.create_endpoint": "true",
+            "sagemaker.topology": "single-model",
+            "sagemaker.instance_types": ["ml.g6e.12xlarge"],
+        },
     )
     outputs = stack.template(STACK_NAME).to_json()["Outputs"]
-    assert sorted(outputs) == ["DashboardUrl", "EndpointName", "InvokeExample", "InvokeUrl"]
+    assert sorted(outputs) == [
+        "DashboardUrl",
+        "EndpointName",
+        "InvokeExample",
+        "InvokeUrl",
+        "ModelWeightsPrefix",
+    ]
     assert "inference-components" not in json.dumps(outputs["InvokeUrl"])
     (config,) = resources_of(stack.template(STACK_NAME).to_json(), "AWS::SageMaker::EndpointConfig").values()
     (variant,) = config["Properties"]["ProductionVariants"]
@@ -88,10 +113,8 @@ def test_single_model_outputs_have_no_component_name() -> None:
     assert variant["InstanceType"] == "ml.g6e.12xlarge"
 
 
-def test_vpc_has_private_subnets_flow_logs_and_an_s3_gateway_endpoint(
-    tier_build: Callable[[str], TierBuild],
-) -> None:
-    template = tier_build("sagemaker").template(STACK_NAME).to_json()
+def test_vpc_has_private_subnets_flow_logs_and_an_s3_gateway_endpoint(second_deploy: TierBuild) -> None:
+    template = second_deploy.template(STACK_NAME).to_json()
     (vpc,) = resources_of(template, "AWS::EC2::VPC").values()
     assert vpc["Properties"]["CidrBlock"] == "10.42.0.0/16"
     (flow_log,) = resources_of(template, "AWS::EC2::FlowLog").values()
@@ -118,8 +141,8 @@ def test_model_bucket_is_kms_encrypted_tls_only_and_logged(tier_build: Callable[
     assert '"aws:SecureTransport": "false"' in policies
 
 
-def test_every_log_group_has_a_customer_managed_key(tier_build: Callable[[str], TierBuild]) -> None:
-    template = tier_build("sagemaker").template(STACK_NAME).to_json()
+def test_every_log_group_has_a_customer_managed_key(second_deploy: TierBuild) -> None:
+    template = second_deploy.template(STACK_NAME).to_json()
     groups = resources_of(template, "AWS::Logs::LogGroup")
     keys = resources_of(template, "AWS::KMS::Key")
     # Flow logs, the endpoint's and the inference component's logs.
@@ -139,17 +162,69 @@ def test_existing_s3_weights_create_no_model_bucket() -> None:
     assert source["S3Uri"] == "s3://my-models/qwen3-8b/"
 
 
-def test_first_deploy_without_the_endpoint_creates_the_bucket_only() -> None:
-    stack = build_tier("sagemaker", **{"sagemaker.create_endpoint": "false"})
-    template = stack.template(STACK_NAME).to_json()
-    assert not [r for r in template["Resources"].values() if r["Type"].startswith("AWS::SageMaker::")]
-    assert [k for k in resources_of(template, "AWS::S3::Bucket") if k.startswith("ModelBucket")]
-    assert "Outputs" not in template
+def _model_bucket_and_endpoint(build: TierBuild) -> tuple[list[str], list[str]]:
+    template = build.template(STACK_NAME).to_json()
+    buckets = [k for k in resources_of(template, "AWS::S3::Bucket") if k.startswith("ModelBucket")]
+    sagemaker = [k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::SageMaker::")]
+    return buckets, sagemaker
+
+
+def test_the_default_first_deploy_builds_no_endpoint_over_the_empty_model_bucket(
+    tier_build: Callable[[str], TierBuild],
+) -> None:
+    """cdk.json's defaults (model_source s3, no model_s3_uri, create_endpoint empty): the deploy creates the model
+    bucket, empty until the user uploads, so an inference component created with it could not download the
+    weights and the stack would roll back. No SageMaker resource; the outputs and a warning give the two steps."""
+    build = tier_build("sagemaker")
+    buckets, sagemaker = _model_bucket_and_endpoint(build)
+    assert buckets and sagemaker == []
+    outputs = build.template(STACK_NAME).to_json()["Outputs"]
+    assert sorted(outputs) == ["ModelWeightsPrefix", "NextSteps"]
+    prefix = outputs["ModelWeightsPrefix"]["Value"]
+    assert prefix == {"Fn::Join": ["", ["s3://", {"Ref": buckets[0]}, "/models/Qwen/Qwen3-8B/"]]}
+    steps = json.dumps(outputs["NextSteps"]["Value"])
+    assert "aws s3 sync" in steps and '\\"sagemaker.create_endpoint\\": true in cdk.json' in steps
+    (warning,) = Annotations.from_stack(build.stacks[0]).find_warning(
+        "*", Match.string_like_regexp("No endpoint in this deploy")
+    )
+    assert "sagemaker.create_endpoint" in str(warning.entry.data) and "models/Qwen/Qwen3-8B/" in str(
+        warning.entry.data
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "endpoint"),
+    [
+        ({}, False),
+        ({"sagemaker.create_endpoint": "false"}, False),
+        ({"sagemaker.create_endpoint": "true"}, True),  # the second step: the user uploaded the weights
+        ({"sagemaker.model_s3_uri": "s3://my-models/qwen3-8b/"}, True),
+        ({"sagemaker.model_source": "hub"}, True),
+        ({"sagemaker.model_source": "hub", "sagemaker.create_endpoint": "false"}, False),
+    ],
+)
+def test_an_endpoint_is_built_over_the_stack_bucket_only_when_asked(
+    overrides: dict[str, str], endpoint: bool
+) -> None:
+    settings = default_settings(**overrides)
+    assert settings.builds_endpoint is endpoint
+    assert bool(_model_bucket_and_endpoint(build_tier("sagemaker", **overrides))[1]) is endpoint
+
+
+def test_an_explicit_false_gives_the_steps_without_a_warning() -> None:
+    build = build_tier("sagemaker", **{"sagemaker.create_endpoint": "false"})
+    assert sorted(build.template(STACK_NAME).to_json()["Outputs"]) == ["ModelWeightsPrefix", "NextSteps"]
+    assert (
+        Annotations.from_stack(build.stacks[0]).find_warning("*", Match.string_like_regexp("No endpoint"))
+        == []
+    )
 
 
 def test_a_latency_slo_of_fractional_seconds_sets_the_alarm() -> None:
     # Duration.to_seconds() raised a jsii error for 2500 ms; the description now divides milliseconds.
-    stack = build_tier("sagemaker", **{"sagemaker.latency_slo_ms": "2500"})
+    stack = build_tier(
+        "sagemaker", **{"sagemaker.create_endpoint": "true", "sagemaker.latency_slo_ms": "2500"}
+    )
     alarms = resources_of(stack.template(STACK_NAME).to_json(), "AWS::CloudWatch::Alarm").values()
     (latency,) = [a for a in alarms if "SLO" in a["Properties"].get("AlarmDescription", "")]
     assert latency["Properties"]["Threshold"] == 2_500_000
@@ -157,7 +232,14 @@ def test_a_latency_slo_of_fractional_seconds_sets_the_alarm() -> None:
 
 
 def test_scale_to_zero_from_context() -> None:
-    stack = build_tier("sagemaker", **{"sagemaker.scale_to_zero": "true", "sagemaker.idle_minutes": "30"})
+    stack = build_tier(
+        "sagemaker",
+        **{
+            "sagemaker.create_endpoint": "true",
+            "sagemaker.scale_to_zero": "true",
+            "sagemaker.idle_minutes": "30",
+        },
+    )
     template = stack.template(STACK_NAME).to_json()
     (target,) = resources_of(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
     assert target["Properties"]["MinCapacity"] == 0
@@ -268,8 +350,15 @@ def test_capacity_rules_name_the_context_key() -> None:
         {"sagemaker.scale_to_zero": "true", "sagemaker.data_capture_percent": "10"},
         {"sagemaker.model_source": "hub", "sagemaker.engine": "sglang"},
         {"sagemaker.model_s3_uri": "s3://my-models/qwen3-8b/", "sagemaker.engine": "lmi"},
+        {"sagemaker.create_endpoint": "true"},
     ],
-    ids=["single-model", "scale-to-zero-with-capture", "hub-sglang", "existing-s3-lmi"],
+    ids=[
+        "single-model",
+        "scale-to-zero-with-capture",
+        "hub-sglang",
+        "existing-s3-lmi",
+        "stack-bucket-uploaded",
+    ],
 )
 def test_variants_pass_nag_and_cfn_lint(overrides: dict[str, str]) -> None:
     build = build_tier("sagemaker", **overrides)
@@ -277,3 +366,15 @@ def test_variants_pass_nag_and_cfn_lint(overrides: dict[str, str]) -> None:
     for pack in (AwsSolutionsChecks(), InferenceChecks()):
         assert nag_findings(build.app, pack) == []
     assert cfn_lint_errors(build.templates()[STACK_NAME]) == []
+
+
+def test_snapshot_of_the_endpoint_over_the_stack_bucket(second_deploy: TierBuild, snapshot: Any) -> None:
+    """The default tier's snapshot (tests/test_tiers_common.py) has no endpoint until the weights are uploaded;
+    this reviewed snapshot covers the endpoint the second deploy adds."""
+    assert mask_asset_hashes(second_deploy.templates()) == snapshot.use_extension(JSONSnapshotExtension)
+
+
+def test_the_second_deploy_acknowledges_the_new_bucket_warning(second_deploy: TierBuild) -> None:
+    """create_endpoint=true is the user saying the weights are uploaded (preflight checks it): no warning left."""
+    warnings = Annotations.from_stack(second_deploy.stacks[0]).find_warning("*", Match.any_value())
+    assert [w for w in warnings if "bucket this stack creates" in str(w.entry.data)] == []

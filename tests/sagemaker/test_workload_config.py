@@ -23,7 +23,9 @@ SPEC = {
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    built: dict[str, Any] = build_tier("sagemaker", **{KEY: SPEC}).template().to_json()
+    built: dict[str, Any] = (
+        build_tier("sagemaker", **{KEY: SPEC, "sagemaker.create_endpoint": "true"}).template().to_json()
+    )
     return built
 
 

@@ -83,6 +83,10 @@ _ROLLING_TIMEOUT_SECONDS = 7200
 _ROLLING_BAKE_SECONDS = 300
 
 
+# Synth warning: the weights' bucket is created in the endpoint's own stack (empty when both first deploy).
+NEW_BUCKET_WARNING = "inference-tiers:sagemaker-weights-in-new-bucket"
+
+
 @jsii.implements(iam.IGrantable, ec2.IConnectable)
 class SageMakerLlmEndpoint(Construct):
     """An LLM served by vLLM, SGLang, LMI or your own container on a SageMaker real-time endpoint.
@@ -178,6 +182,14 @@ class SageMakerLlmEndpoint(Construct):
         weights = args.instance(
             "weights", weights, ModelWeights, "a ModelWeights (ModelWeights.from_bucket, ...)"
         )
+        if isinstance(weights.bucket, s3.Bucket) and Stack.of(weights.bucket) is Stack.of(self):
+            Annotations.of(self).add_warning_v2(
+                NEW_BUCKET_WARNING,
+                f"The weights come from a bucket this stack creates ({weights.bucket.node.path}): on the deploy that "
+                "creates it the bucket is empty, the model cannot be downloaded and the deploy rolls back. Deploy "
+                "the bucket without this endpoint first, upload the weights, then add the endpoint (acknowledge "
+                "this warning then).",
+            )
         vpc = args.implements("vpc", vpc, ec2.IVpc)
         subnet_ids = _subnet_ids(args, vpc, vpc_subnets)
         convention = ENGINE_CONVENTIONS[args.one_of("engine", engine, ENGINES)]
