@@ -460,7 +460,9 @@ def test_scale_to_zero_adds_a_step_policy_on_no_capacity_failures_and_idle_scale
     assert alarm["Dimensions"] == [
         {"Name": "InferenceComponentName", "Value": endpoint.inference_component_name}
     ]
-    assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Maximum", 10, 1)
+    # 60 s, not 10: no AWS document says NoCapacityInvocationFailures is published at high resolution, and a
+    # 10 s alarm over one-minute data would miss its datapoints and never scale out from zero.
+    assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"]) == ("Maximum", 60, 1)
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["AlarmActions"] == [{"Ref": logical_id(scaling.scale_out_from_zero)}]
 

@@ -36,8 +36,9 @@ ENVIRONMENT_VARIABLE = r"[a-zA-Z_][a-zA-Z0-9_]{0,1023}"
 MAX_ENVIRONMENT_VARIABLES = 100
 MAX_ENVIRONMENT_VALUE = 1024
 
-# The AWS Deep Learning Containers registry account per Region (aws/deep-learning-containers,
-# available_images.md). Most commercial Regions share 763104351884; opt-in and China Regions have their own.
+# The AWS Deep Learning Containers registry account per Region (aws/deep-learning-containers
+# docs/reference/region_availability.md, checked by tests/sagemaker/test_dlc_accounts.py). Most commercial
+# Regions share 763104351884; opt-in and China Regions have their own.
 DLC_REGISTRY_ACCOUNTS: dict[str, str] = {
     **{
         region: "763104351884"

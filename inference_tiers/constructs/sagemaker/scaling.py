@@ -199,8 +199,10 @@ class ConcurrencyScaling(Construct):
             self,
             "NoCapacityAlarm",
             alarm_description="Requests found no model copy: add one (scale out from zero).",
+            # One minute: AWS documents no high-resolution (10 s) publication of this metric, and a 10 s alarm
+            # over one-minute data would see no datapoint in most periods and never scale out from zero.
             metric=metrics.no_capacity_invocation_failures().with_(
-                statistic="Maximum", period=Duration.seconds(10)
+                statistic="Maximum", period=Duration.minutes(1)
             ),
             threshold=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
