@@ -161,6 +161,7 @@ class Karpenter(Construct):
                 cluster_name=cluster.cluster_name,
                 node_selector=selector,
                 interruption_queue=self.interruption_queue.queue_name,
+                version=self.version,
             ),
             wait=True,
             timeout=Duration.minutes(10),
