@@ -176,15 +176,6 @@ class Karpenter(Construct):
         key = retained_key(
             self, "InterruptionKey", "Karpenter interruption queue of the agent-sandbox cluster"
         )
-        # EventBridge encrypts what it delivers to the queue with this key, only for rules of this account.
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-            )
-        )
         queue = sqs.Queue(
             self,
             "InterruptionQueue",
@@ -207,6 +198,8 @@ class Karpenter(Construct):
                 f"{name}Rule",
                 event_pattern=events.EventPattern(source=[source], detail_type=[detail_type]),
             )
+            # The target lets events.amazonaws.com of this account send to the queue and use its key
+            # (aws-cdk-lib 2.275.0 aws-events-targets/lib/sqs.js, SqsQueue.bind: queue.grantSendMessages).
             rule.add_target(targets.SqsQueue(queue))
             rules[name] = rule
         return queue, rules
@@ -316,6 +309,8 @@ def _controller_statements(
             resources=[f"{ec2}:{account}:*/*"],
             conditions={
                 **tagged_resource,
+                # As upstream: the registration tags may not move the instance to another cluster.
+                "StringEqualsIfExists": {f"aws:RequestTag/{_CLUSTER_TAG}": name},
                 "ForAllValues:StringEquals": {
                     "aws:TagKeys": [_CLUSTER_TAG, "karpenter.sh/nodeclaim", "Name"]
                 },
