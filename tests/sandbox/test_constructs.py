@@ -180,6 +180,22 @@ def test_a_tenant_in_someone_elses_app_gets_its_role_and_objects(base: dict[str,
     assert tenant.identity.association.service_account == "sandbox"
 
 
+def test_a_second_tenant_of_the_same_name_on_the_cluster_is_refused(base: dict[str, Any]) -> None:
+    props = {
+        "cluster": base["eks"].cluster,
+        "controller": base["controller"],
+        "isolation": base["isolation"],
+        "tenancy": TENANCY,
+        "name": "twice",
+    }
+    first = SandboxTenant(base["stack"], _id(), **props)
+    with pytest.raises(
+        ArgumentError,
+        match=rf"SandboxTenant: parameter 'name' got 'twice'.* no other SandboxTenant .*\({first.node.path} has",
+    ):
+        SandboxTenant(base["stack"], _id(), **props)
+
+
 def test_a_tenant_cannot_be_built_without_isolation(base: dict[str, Any]) -> None:
     with pytest.raises(
         TypeError, match=r"SandboxTenant.__init__\(\) missing 1 required keyword-only argument: 'isolation'"
