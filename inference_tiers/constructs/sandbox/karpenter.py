@@ -7,7 +7,7 @@ EC2 catalogue and instance health, the public AMI parameters and prices. The ins
 stack, so Karpenter may create, tag or delete none: it only lists and reads profiles, which its EC2NodeClass
 finalizer and instance-profile garbage collector do even then (they look for the profiles it would have made).
 ``tests/sandbox/test_karpenter_policy.py`` compares the policy with upstream's reference policy of the pinned
-release, action by action.
+release, action by action and condition by condition.
 
 An SQS queue (KMS CMK, TLS only) receives the EC2 and AWS Health events Karpenter acts on before an instance
 goes away (scheduled maintenance, state changes, capacity-reservation interruptions, and Spot warnings and
