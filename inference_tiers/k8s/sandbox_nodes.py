@@ -36,10 +36,10 @@ KataShim = Literal["qemu-runtime-rs", "clh-runtime-rs"]
 # Karpenter: 1.14.1 is the newest release whose CRDs are vendored (tests/data/sandbox/karpenter); 1.13.0 added
 # cpuOptions.nestedVirtualization (aws/karpenter-provider-aws#9043).
 KARPENTER_VERSION = "1.14.1"
-# The controller image of 1.14.1 by digest (the release script writes it into the published chart; in git the
-# release branch still says 1.13.0, see tests/data/sandbox/karpenter/SOURCE.md): pinned here so that the image
-# cannot change under the same tag.
-KARPENTER_IMAGE_DIGEST = "sha256:723130949e4cab989461ff07d1be4cd781d63515432494641b33c235f300ae23"
+# The controller image of 1.14.1 by digest, as the release commit c88abbbad ("Stable Release updates Release
+# v1.14.1") writes it into the published chart's values.yaml (tests/data/sandbox/SOURCE.md): pinned here so that
+# the image cannot change under the same tag.
+KARPENTER_IMAGE_DIGEST = "sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa"
 KARPENTER_MINIMUM = (1, 13, 0)
 KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
 KARPENTER_NAMESPACE = "kube-system"
@@ -318,9 +318,18 @@ def kata_deploy_values(spec: SandboxNodesSpec) -> dict[str, Any]:
 
 
 def karpenter_values(
-    *, cluster_name: str, node_selector: Mapping[str, str], interruption_queue: str = ""
+    *,
+    cluster_name: str,
+    node_selector: Mapping[str, str],
+    interruption_queue: str = "",
+    version: str = KARPENTER_VERSION,
 ) -> dict[str, Any]:
-    """Helm values of the Karpenter chart (controller on the core nodes, ``cluster_name`` may be a token)."""
+    """Helm values of the Karpenter chart ``version`` (controller on the core nodes, ``cluster_name`` may be a
+    token). The controller image is pinned by digest for :data:`KARPENTER_VERSION` only: another release's chart
+    keeps the tag and digest its release wrote into it, never 1.14.1's controller under another chart."""
+    image = (
+        {"tag": KARPENTER_VERSION, "digest": KARPENTER_IMAGE_DIGEST} if version == KARPENTER_VERSION else {}
+    )
     return {
         "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
         "serviceAccount": {"create": True, "name": KARPENTER_SERVICE_ACCOUNT},
@@ -328,7 +337,7 @@ def karpenter_values(
         "nodeSelector": {"kubernetes.io/os": "linux", **node_selector},
         # Requests equal to limits: the controller is never throttled or evicted for memory on a busy core node.
         "controller": {
-            "image": {"tag": KARPENTER_VERSION, "digest": KARPENTER_IMAGE_DIGEST},
+            **({"image": image} if image else {}),
             "resources": {
                 "requests": {"cpu": "1", "memory": "1Gi"},
                 "limits": {"cpu": "1", "memory": "1Gi"},

@@ -1,6 +1,7 @@
 """The Kubernetes RBAC the AMP managed scraper needs inside a cluster (AMP user guide, "Configuring your Amazon
 EKS cluster" for managed collectors): AMP maps the scraper's access entry to the user ``aps-collector-user``,
-which may only read what service discovery and scraping need."""
+which may only read what service discovery and scraping need: a subset of the guide's ClusterRole (no ingresses,
+configmaps or control-plane metrics, which no scrape job reads; tests/observability/test_hub.py compares them)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ def scraper_rbac() -> list[dict[str, Any]]:
                     "resources": ["nodes", "nodes/proxy", "nodes/metrics", "services", "endpoints", "pods"],
                     "verbs": _READ,
                 },
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
                 {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
             ],
         },

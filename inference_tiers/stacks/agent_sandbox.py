@@ -13,6 +13,7 @@ escalation, and every claim with a shutdown time.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,39 @@ def tenant_object(key: str, raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
+_TENANT_MAPPING = mapping(tenant_object, key_pattern=TENANT_NAME_PATTERN, max_items=50)
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    names = [name for name, _ in pairs]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise _RepeatedKey(repeated)
+    return dict(pairs)
+
+
+def tenants_setting(key: str, raw: Any) -> dict[str, dict[str, Any]]:
+    """The tenants mapping; a ``-c`` JSON string that names a tenant (or a tenant's key) twice is refused, since
+    ``json.loads`` would keep the last one silently and two teams would share one namespace."""
+    if isinstance(raw, str):
+        try:
+            json.loads(raw, object_pairs_hook=_unique_keys)
+        except _RepeatedKey as repeated:
+            raise ConfigError(
+                key,
+                raw,
+                f"a JSON object naming each tenant (and each key of a tenant) once; {repeated.args[0]!r} is repeated",
+            ) from None
+        except json.JSONDecodeError:
+            pass  # reported by the mapping parser
+    tenants: dict[str, dict[str, Any]] = _TENANT_MAPPING(key, raw)
+    return tenants
+
+
 @dataclass(frozen=True)
 class AgentSandboxSettings:
     """Settings of the ``agent-sandbox`` tier (context keys ``agent-sandbox.<field>``; defaults in cdk.json)."""
@@ -145,7 +179,7 @@ class AgentSandboxSettings:
     )
 
     tenants: dict[str, dict[str, Any]] = setting(
-        mapping(tenant_object, key_pattern=TENANT_NAME_PATTERN, max_items=50),
+        tenants_setting,
         "tenant name -> {max_sandboxes, cpu_millicores, memory_mib, scratch_mib, warm_pool, egress: [CIDR:port], "
         "image}; each gets namespace sandbox-<name>",
     )

@@ -39,7 +39,6 @@ from inference_tiers.constructs.observability import ADOT_IMAGE, ObservabilityHu
 from inference_tiers.litellm.config import MASTER_KEY_PREFIX
 from inference_tiers.litellm.config import PORT as LITELLM_PORT
 from inference_tiers.observability.rules import AlertThresholds
-from inference_tiers.observability.scraper_rbac import scraper_rbac
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Observability"
@@ -180,7 +179,6 @@ class ObservabilityStack(Stack):
         eks = getattr(stack, "eks")  # noqa: B009 (DisaggregatedStack.eks: EksCluster)
         vpc: ec2.IVpc = getattr(stack, "vpc")  # noqa: B009
         subnets = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, one_per_az=True)
-        eks.cluster.add_manifest("AmpScraperRbac", *scraper_rbac())
         self.hub.add_eks_scraper(
             "DisaggregatedScraper",
             cluster_arn=eks.cluster.cluster_arn,
@@ -189,6 +187,7 @@ class ObservabilityStack(Stack):
             cluster_label="disaggregated",
             # In the hub, as before: this app deploys the disaggregated stack first, and it never uses the hub.
             scope=self.hub,
+            cluster=eks.cluster,
         )
 
 

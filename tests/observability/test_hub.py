@@ -12,6 +12,7 @@ import pytest
 import yaml
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_eks_v2 as eks_v2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -23,7 +24,7 @@ from inference_tiers.observability import collectors
 from inference_tiers.observability.scraper_rbac import SCRAPER_USER, scraper_rbac
 from inference_tiers.stacks.observability import ObservabilityStack
 from inference_tiers.validation import ArgumentError
-from tests.harness import cfn_lint_errors, nag_findings, tier_settings
+from tests.harness import DATA_DIR, cfn_lint_errors, nag_findings, tier_settings
 
 CLUSTER = "arn:aws:eks:us-east-1:111122223333:cluster/inference"
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
@@ -216,9 +217,13 @@ def test_hub_in_its_own_stack_scrapes_a_cluster_whose_stack_also_queries_it(
         subnet_ids=subnets.subnet_ids,
         security_group_ids=[eks.cluster_security_group_id],
         cluster_label="inference",
+        cluster=eks.cluster,
         **({"scope": eks} if pass_scope else {}),
     )
     assembly = app.synth()
+    # Given the cluster, the hub applies the scraper's RBAC to it (in the cluster's stack) and warns of nothing.
+    assert eks.cluster.node.try_find_child("manifest-AmpScraperRbac") is not None
+    assert _rbac_warnings(cluster_stack) == _rbac_warnings(hub_stack) == []
     assert cdk.Stack.of(scraper) is cluster_stack and hub.scrapers == [scraper]
     assert [s.stack_name for s in cluster_stack.dependencies] == ["Observability"]
     assert hub_stack.dependencies == []
@@ -269,10 +274,10 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     vpc = ec2.Vpc(other, "Vpc", max_azs=3)
     manifests: list[tuple[str, tuple[Any, ...]]] = []
     # A reference to the other stack, as eks.cluster.cluster_arn is: the tier still keeps the scraper in its hub.
-    cluster_arn = cdk.CfnParameter(other, "ClusterArn").value_as_string
-    cluster = SimpleNamespace(
-        cluster_arn=cluster_arn, add_manifest=lambda name, *docs: manifests.append((name, docs))
-    )
+    cluster_name = cdk.CfnParameter(other, "ClusterName").value_as_string
+    cluster = eks_v2.Cluster.from_cluster_attributes(other, "Cluster", cluster_name=cluster_name)
+    cluster_arn = cluster.cluster_arn
+    cluster.add_manifest = lambda name, *docs: manifests.append((name, docs))  # type: ignore[method-assign]
     task = ecs.FargateTaskDefinition(other, "Task")
     task.add_container("Proxy", image=ecs.ContainerImage.from_registry("example/litellm:1.0"))
     other.vpc = vpc  # type: ignore[attr-defined]
@@ -293,6 +298,7 @@ def test_stack_wires_the_disaggregated_cluster_and_the_gateway_task(tmp_path: Pa
     assert source["securityGroupIds"] == ["sg-0123456789abcdef0"]
     assert len(source["subnetIds"]) == 3  # one private subnet per AZ
     assert manifests == [("AmpScraperRbac", tuple(scraper_rbac()))]
+    assert _rbac_warnings(stack) == []  # the cluster was given: its RBAC is applied
     assert [c.container_name for c in [task.default_container, *[task.find_container("OtelCollector")]]] == [
         "Proxy",
         "OtelCollector",
@@ -335,3 +341,51 @@ def test_xray_wildcard_is_acknowledged_on_its_own_policy_only(tmp_path: Path) ->
     flagged = [(v.rule_name, r.construct_path) for v in report.violations for r in v.violating_resources]
     assert ("AwsSolutions-IAM5[Resource::*]", "S/Task/TaskRole/DefaultPolicy/Resource") in flagged
     assert not any("OtelCollectorXRay" in path for _, path in flagged)
+
+
+def _rbac_warnings(scope: cdk.Stack) -> list[str]:
+    """The scraper-RBAC warnings of ``scope``'s constructs (read from their metadata: no synth)."""
+    return [
+        str(entry.data)
+        for construct in scope.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:warning" and "apply the scraper's RBAC" in str(entry.data)
+    ]
+
+
+def test_a_cluster_known_only_by_arn_gets_a_warning_naming_the_rbac_to_apply(tmp_path: Path) -> None:
+    """AMP user guide, "Using an AWS managed collector" > "Configuring your Amazon EKS cluster": the scraper needs
+    the ClusterRole/ClusterRoleBinding for ``aps-collector-user`` in the cluster; nothing applies them to a cluster
+    given by ARN only, so the synth says what to apply."""
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "S")
+    hub = ObservabilityHub(stack, "Hub")
+    hub.add_eks_scraper(
+        "Scraper", cluster_arn=CLUSTER, subnet_ids=SUBNETS, security_group_ids=GROUPS, cluster_label="c"
+    )
+    (warning,) = _rbac_warnings(stack)
+    assert "ClusterRole aps-collector-role" in warning and f"user {SCRAPER_USER}" in warning
+    assert "scraper_rbac()" in warning and "API_AND_CONFIG_MAP" in warning
+
+
+def _grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule.get("apiGroups", ["<url>"])
+        for resource in rule.get("resources", rule.get("nonResourceURLs", []))
+        for verb in rule["verbs"]
+    }
+
+
+def test_scraper_rbac_is_the_aws_documented_cluster_role_or_less() -> None:
+    """``scraper_rbac()`` against AMP's documented ClusterRole (tests/data/observability/aps-collector-role.json,
+    its "source" names the page): the same user and role, and no grant beyond it."""
+    documented = json.loads((DATA_DIR / "observability" / "aps-collector-role.json").read_text())
+    role, binding = scraper_rbac()
+    assert role["metadata"]["name"] == binding["roleRef"]["name"] == documented["cluster_role"]
+    assert binding["subjects"] == [
+        {"kind": "User", "name": documented["user"], "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert _grants(role["rules"]) - _grants(documented["rules"]) == set()
+    # What the scrape configuration needs: pod discovery (every job is kubernetes_sd role "pod") and /metrics.
+    assert {("", "pods", v) for v in ("get", "list", "watch")} <= _grants(role["rules"])

@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 from inference_tiers.constructs.sandbox.controller import WRITABLE_TMP_PATCH
@@ -126,6 +127,12 @@ def helm_charts(template: Template) -> dict[str, dict[str, Any]]:
         props["Values"] = json.loads(_resolve(props["Values"])) if "Values" in props else {}
         charts[props["Release"]] = props
     return charts
+
+
+def chart_values(chart: Any) -> dict[str, Any]:
+    """The Values of one ``eks.HelmChart`` construct, parsed, deploy-time values as TOKEN (no synth needed)."""
+    resource = chart.node.default_child.node.default_child
+    return dict(json.loads(_resolve(Stack.of(chart).resolve(resource._cfn_properties)["Values"])))
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from inference_tiers.constructs.sandbox import (
 from inference_tiers.k8s.sandbox_tenancy import TenancySpec
 from inference_tiers.validation import ArgumentError
 from tests.harness import cdk_json_context
+from tests.sandbox.helpers import chart_values
 
 TENANCY = TenancySpec(
     runtime_class_name="kata-qemu-runtime-rs", overhead_cpu_millicores=250, overhead_memory_mib=320
@@ -179,6 +180,22 @@ def test_a_tenant_in_someone_elses_app_gets_its_role_and_objects(base: dict[str,
     assert tenant.identity.association.service_account == "sandbox"
 
 
+def test_a_second_tenant_of_the_same_name_on_the_cluster_is_refused(base: dict[str, Any]) -> None:
+    props = {
+        "cluster": base["eks"].cluster,
+        "controller": base["controller"],
+        "isolation": base["isolation"],
+        "tenancy": TENANCY,
+        "name": "twice",
+    }
+    first = SandboxTenant(base["stack"], _id(), **props)
+    with pytest.raises(
+        ArgumentError,
+        match=rf"SandboxTenant: parameter 'name' got 'twice'.* no other SandboxTenant .*\({first.node.path} has",
+    ):
+        SandboxTenant(base["stack"], _id(), **props)
+
+
 def test_a_tenant_cannot_be_built_without_isolation(base: dict[str, Any]) -> None:
     with pytest.raises(
         TypeError, match=r"SandboxTenant.__init__\(\) missing 1 required keyword-only argument: 'isolation'"
@@ -204,3 +221,12 @@ def test_isolation_refuses(base: dict[str, Any], kwargs: dict[str, Any], param: 
     props = {"eks_cluster": base["eks"], "runtime_class_name": "kata-qemu-runtime-rs", **kwargs}
     with pytest.raises(ArgumentError, match=rf"SandboxIsolation: parameter '{param}' got .*{accepted}"):
         SandboxIsolation(base["stack"], _id(), **props)
+
+
+def test_karpenter_pins_the_controller_digest_only_for_the_release_it_was_recorded_for(
+    base: dict[str, Any],
+) -> None:
+    """Another chart version keeps its own controller image (its release commit wrote tag and digest into it)."""
+    other = Karpenter(base["stack"], _id(), cluster=base["eks"].cluster, version="1.13.0")
+    assert "image" not in chart_values(other.chart)["controller"]
+    assert chart_values(base["karpenter"].chart)["controller"]["image"]["tag"] == "1.14.1"

@@ -184,13 +184,21 @@ def test_the_values_check_can_fail() -> None:
     ]
 
 
-def test_karpenter_values_are_keys_of_the_chart_and_pin_1_14_1_by_digest() -> None:
+def test_karpenter_values_are_keys_of_the_chart_and_pin_the_release_image_by_digest() -> None:
+    """The pinned tag and digest are the ones the release commit writes into the published chart (AS-01).
+
+    Evidence: aws/karpenter-provider-aws c88abbbad ("Stable Release updates Release v1.14.1"),
+    charts/karpenter/values.yaml:122-131 (controller.image) and Chart.yaml:5-6, vendored in
+    tests/data/sandbox/karpenter/chart (SOURCE.md).
+    """
     values = nodes.karpenter_values(cluster_name="c", node_selector={"inference-tiers/node-pool": "system"})
     assert missing_values_keys(values, "karpenter/chart/values.yaml", free_form=("nodeSelector",)) == []
-    assert values["controller"]["image"] == {
-        "tag": "1.14.1",
-        "digest": "sha256:723130949e4cab989461ff07d1be4cd781d63515432494641b33c235f300ae23",
-    }
+    chart = yaml.safe_load((DATA / "karpenter" / "chart" / "Chart.yaml").read_text())
+    assert chart["version"] == chart["appVersion"] == nodes.KARPENTER_VERSION
+    released = yaml.safe_load((DATA / "karpenter" / "chart" / "values.yaml").read_text())["controller"][
+        "image"
+    ]
+    assert values["controller"]["image"] == {"tag": released["tag"], "digest": released["digest"]}
     assert nodes.version_tuple(nodes.KARPENTER_VERSION) >= nodes.KARPENTER_MINIMUM == (1, 13, 0)
 
 

@@ -33,6 +33,13 @@ from tests.ops.helpers import StubClients
         ("agent-sandbox.tenants", '{"Team A": {}}', "keys match"),
         ("agent-sandbox.tenants", '{"a": {"gpus": 1}}', "keys are among max_sandboxes"),
         ("agent-sandbox.tenants", "{}", "at least one tenant"),
+        # json.loads keeps the last of a repeated key: two teams would share one namespace.
+        (
+            "agent-sandbox.tenants",
+            '{"a": {}, "b": {}, "a": {"warm_pool": 1}}',
+            "each tenant .*once; 'a' is repeated",
+        ),
+        ("agent-sandbox.tenants", '{"a": {"warm_pool": 1, "warm_pool": 2}}', "once; 'warm_pool' is repeated"),
         ("agent-sandbox.tenants", '{"a": {"warm_pool": 20}}', "from 0 to 10"),
         ("agent-sandbox.tenants", '{"a": {"egress": ["169.254.169.254/32:80"]}}', "instance metadata"),
         ("agent-sandbox.model_gateway_url", "ftp://gw", "an http"),

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Aws, Fn, Names, Reference, RemovalPolicy, Stack, Tokenization
+from aws_cdk import Annotations, ArnFormat, Aws, Fn, Names, Reference, RemovalPolicy, Stack, Tokenization
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -31,6 +32,7 @@ from inference_tiers.constructs.common.encryption import allow_log_encryption, r
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.observability import collectors, rules
 from inference_tiers.observability.alertmanager import alertmanager_definition
+from inference_tiers.observability.scraper_rbac import ROLE_NAME, SCRAPER_USER, scraper_rbac
 from inference_tiers.validation import Args
 
 # The AWS Distro for OpenTelemetry collector image. A tag, not a digest: the digest of this multi-arch index could
@@ -218,6 +220,7 @@ class ObservabilityHub(Construct):
         security_group_ids: Sequence[str],
         cluster_label: str,
         scope: Construct | None = None,
+        cluster: eks.ICluster | None = None,
     ) -> aps.CfnScraper:
         """An AMP managed scraper for an EKS cluster (configuration: :func:`collectors.eks_scrape_config`).
 
@@ -232,6 +235,10 @@ class ObservabilityHub(Construct):
             cluster's stack the scraper reads the hub's workspace from there, so that stack depends on the hub's
             and nothing points back, even when the cluster's stack also uses the hub (a KEDA role with
             :meth:`grant_query`); created in the hub's stack it would make CDK's ``DependencyCycle``.
+        :param cluster: the ``aws_eks_v2.Cluster`` that ``cluster_arn`` names, when this app manages it: the
+            scraper's read-only RBAC (:func:`~inference_tiers.observability.scraper_rbac.scraper_rbac`, bound to
+            the user ``aps-collector-user``) is applied to it as ``AmpScraperRbac``. Default: none, and a synth
+            warning names the RBAC to apply to the cluster yourself.
         """
         args = Args("ObservabilityHub.add_eks_scraper")
         args.text("construct_id", construct_id, pattern=r"[A-Za-z][A-Za-z0-9]{0,63}", allow_token=False)
@@ -259,6 +266,22 @@ class ObservabilityHub(Construct):
             max_items=5,
             unique=True,
         )
+        if cluster is None:
+            # AMP creates the scraper's access entry (authentication mode API or API_AND_CONFIG_MAP), but nothing
+            # here can apply RBAC to a cluster it only knows by ARN (AMP user guide, "Using an AWS managed
+            # collector", "Configuring your Amazon EKS cluster").
+            Annotations.of(owner).add_warning_v2(
+                "inference-tiers:ampScraperRbac",
+                f"{construct_id}: apply the scraper's RBAC to the cluster yourself: the ClusterRole "
+                f"{ROLE_NAME} (get/list/watch nodes, nodes/proxy, nodes/metrics, services, endpoints, pods; "
+                f"get /metrics) bound to the user {SCRAPER_USER}, as "
+                "inference_tiers.observability.scraper_rbac.scraper_rbac() renders them (kubectl apply), or pass "
+                "cluster= when this app manages it; the cluster's authentication mode must be API or "
+                f"API_AND_CONFIG_MAP (else map the scraper's role to {SCRAPER_USER} in aws-auth)",
+            )
+        else:
+            args.implements("cluster", cluster, eks.ICluster)
+            cluster.add_manifest("AmpScraperRbac", *scraper_rbac())
         blob = collectors.to_yaml(collectors.eks_scrape_config(cluster_label))
         scraper = aps.CfnScraper(
             owner,

@@ -27,7 +27,7 @@ class SandboxIsolation(Construct):
       an API token or privilege escalation, and every SandboxClaim with a shutdown time.
 
     Attributes: ``cluster`` (the ``aws_eks_v2.Cluster``), ``runtime_class_name``, ``vpc_cni`` (the add-on's
-    ``CfnAddon``), ``admission_policy`` (``KubernetesManifest``).
+    ``CfnAddon``), ``admission_policy`` (``KubernetesManifest``), ``tenant_namespaces``.
     """
 
     def __init__(
@@ -75,3 +75,6 @@ class SandboxIsolation(Construct):
         )
         """The ``KubernetesManifest`` of the ValidatingAdmissionPolicy and its binding: make tenant objects
         depend on it, so that the first sandbox already has to meet it."""
+        self.tenant_namespaces: dict[str, str] = {}
+        """The namespace of every ``SandboxTenant`` using this isolation, to the tenant's construct path: a
+        second tenant of the same name would apply, then on its deletion delete, the first one's namespace."""

@@ -7,7 +7,7 @@ EC2 catalogue and instance health, the public AMI parameters and prices. The ins
 stack, so Karpenter may create, tag or delete none: it only lists and reads profiles, which its EC2NodeClass
 finalizer and instance-profile garbage collector do even then (they look for the profiles it would have made).
 ``tests/sandbox/test_karpenter_policy.py`` compares the policy with upstream's reference policy of the pinned
-release, action by action.
+release, action by action and condition by condition.
 
 An SQS queue (KMS CMK, TLS only) receives the EC2 and AWS Health events Karpenter acts on before an instance
 goes away (scheduled maintenance, state changes, capacity-reservation interruptions, and Spot warnings and
@@ -161,6 +161,7 @@ class Karpenter(Construct):
                 cluster_name=cluster.cluster_name,
                 node_selector=selector,
                 interruption_queue=self.interruption_queue.queue_name,
+                version=self.version,
             ),
             wait=True,
             timeout=Duration.minutes(10),
@@ -174,15 +175,6 @@ class Karpenter(Construct):
     def _interruption_queue(self) -> tuple[sqs.Queue, dict[str, events.Rule]]:
         key = retained_key(
             self, "InterruptionKey", "Karpenter interruption queue of the agent-sandbox cluster"
-        )
-        # EventBridge encrypts what it delivers to the queue with this key, only for rules of this account.
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-            )
         )
         queue = sqs.Queue(
             self,
@@ -206,6 +198,8 @@ class Karpenter(Construct):
                 f"{name}Rule",
                 event_pattern=events.EventPattern(source=[source], detail_type=[detail_type]),
             )
+            # The target lets events.amazonaws.com of this account send to the queue and use its key
+            # (aws-cdk-lib 2.275.0 aws-events-targets/lib/sqs.js, SqsQueue.bind: queue.grantSendMessages).
             rule.add_target(targets.SqsQueue(queue))
             rules[name] = rule
         return queue, rules
@@ -315,6 +309,8 @@ def _controller_statements(
             resources=[f"{ec2}:{account}:*/*"],
             conditions={
                 **tagged_resource,
+                # As upstream: the registration tags may not move the instance to another cluster.
+                "StringEqualsIfExists": {f"aws:RequestTag/{_CLUSTER_TAG}": name},
                 "ForAllValues:StringEquals": {
                     "aws:TagKeys": [_CLUSTER_TAG, "karpenter.sh/nodeclaim", "Name"]
                 },

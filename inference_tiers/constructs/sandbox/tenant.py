@@ -99,6 +99,13 @@ class SandboxTenant(Construct):
         rendered from."""
         self.namespace = self.spec.namespace
         """The tenant's namespace name, ``sandbox-<name>``."""
+        other = isolation.tenant_namespaces.setdefault(self.namespace, self.node.path)
+        if other != self.node.path:
+            raise args.error(
+                "name",
+                name,
+                f"a tenant name no other SandboxTenant of this cluster has ({other} has {name!r})",
+            )
         ref = as_cluster_ref(cluster)
         self.namespace_manifest = eks.KubernetesManifest(
             self, "Namespace", cluster=ref, manifest=[namespace(self.spec)]
