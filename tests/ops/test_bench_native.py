@@ -102,7 +102,8 @@ def _sse(event: dict[str, Any]) -> dict[str, Any]:
 class _StreamStandIn:
     """SageMaker and Bedrock Runtime stand-in whose streams open with a content-free event at once and carry
     the first text ``CONTENT_AFTER_S`` later: vLLM's OpenAI server first sends a role-only chunk
-    (``delta: {role: assistant, content: ''}``, vllm/entrypoints/openai/serving_chat.py), ConverseStream a
+    (``delta: {role: assistant, content: ''}``, sent when the first output arrives, before its text: vllm
+    main @ 0fc8fa75, the v0.10.1 state, vllm/entrypoints/openai/serving_chat.py:559-567), ConverseStream a
     ``messageStart``."""
 
     def invoke_endpoint_with_response_stream(self, **_: Any) -> dict[str, Any]:
