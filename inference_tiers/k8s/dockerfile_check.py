@@ -1,4 +1,4 @@
-"""Check the build file of a vLLM image for the disaggregated tier's two EFA traps, before anyone builds it.
+"""Check the build file of a vLLM image for the disaggregated tier's EFA traps, before anyone builds it.
 
 1. Mooncake's default wheels (``mooncake-transfer-engine``, ``-cuda13``) are built without EFA: asked for the
    ``efa`` protocol they fall back to ``rdma``, which fails on EFA with EOPNOTSUPP (Mooncake#2070). The image
@@ -6,6 +6,8 @@
    ``mooncake-transfer-engine-efa-cuda13==<MOONCAKE_VERSION>``, and install no other Mooncake wheel.
 2. Two libfabric copies in one process leave NCCL or Mooncake without an EFA provider: the final
    ``LD_LIBRARY_PATH`` must start with the EFA installer's ``/opt/amazon/efa/lib``.
+3. The EFA installer is the pinned ``EFA_INSTALLER_VERSION`` (``ARG EFA_INSTALLER_VERSION``), whose libfabric is
+   new enough for the host's EFA driver.
 
 It reads the Dockerfile the way the builder does (line continuations, ``ARG`` and ``ENV`` values, both ``ENV``
 forms, stages built ``FROM`` an earlier stage) and the ``pip``/``python -m pip`` commands of every ``RUN``.
@@ -32,6 +34,10 @@ MOONCAKE_EFA_WHEEL = "mooncake-transfer-engine-efa-cuda13"
 MOONCAKE_VERSION = "0.3.13.post1"
 DEFAULT_MOONCAKE_WHEELS = ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13")
 EFA_LIBRARY_DIR = "/opt/amazon/efa/lib"
+# Pinned: the installer's libfabric must be at least as new as the host's EFA driver on the AL2023 NVIDIA AMI
+# (an older one fails fi_ep_bind with "Function not implemented"); 1.50.0 is the installer vLLM pins for its
+# Mooncake EFA image (vllm#55783).
+EFA_INSTALLER_VERSION = "1.50.0"
 
 _VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-+])([^}]*))?\}|\$(\w+)")
 _REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?(.*)")
@@ -247,6 +253,12 @@ def check(text: str, *, version: str = MOONCAKE_VERSION) -> list[str]:
                 f"line {efa_installs[0][1].line}: no pip uninstall of {', '.join(missing)} before "
                 f"{MOONCAKE_EFA_WHEEL} is installed (a default wheel from the base image would shadow it)"
             )
+    installer = stage.variables.get("EFA_INSTALLER_VERSION")
+    if installer != EFA_INSTALLER_VERSION:
+        problems.append(
+            f"ARG EFA_INSTALLER_VERSION is {installer!r}; it must be {EFA_INSTALLER_VERSION!r} (an older "
+            "installer's libfabric can be older than the host's EFA driver)"
+        )
     if "LD_LIBRARY_PATH" not in stage.env:
         problems.append(f"no ENV LD_LIBRARY_PATH starting with {EFA_LIBRARY_DIR} (one libfabric only)")
     else:

@@ -166,7 +166,11 @@ def rule_groups(thresholds: AlertThresholds | None = None) -> tuple[RuleGroup, .
             "inference-tiers-vllm",
             (
                 Recording(TTFT_P90, _p90("vllm:time_to_first_token_seconds")),
-                Recording(ITL_P90, _p90("vllm:inter_token_latency_seconds")),
+                # vLLM 0.11 renamed the histogram (vllm#24110); hyperpod's default v0.10.1 has the old name.
+                Recording(
+                    ITL_P90,
+                    f"{_p90('vllm:inter_token_latency_seconds')} or {_p90('vllm:time_per_output_token_seconds')}",
+                ),
                 Recording(E2E_P90, _p90("vllm:e2e_request_latency_seconds")),
                 Recording(QUEUE_DEPTH, "sum by (model_name) (vllm:num_requests_waiting)"),
                 Recording(RUNNING, "sum by (model_name) (vllm:num_requests_running)"),

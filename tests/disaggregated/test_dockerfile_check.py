@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from inference_tiers.k8s.dockerfile_check import (
+    EFA_INSTALLER_VERSION,
     MOONCAKE_VERSION,
     VLLM_DOCKERFILE,
     check,
@@ -16,8 +17,10 @@ from inference_tiers.k8s.dockerfile_check import (
     instructions,
     main,
 )
+from tests.harness import PROJECT_ROOT
 
 DOCKERFILE = VLLM_DOCKERFILE.read_text()
+DOCS = (PROJECT_ROOT / "docs" / "disaggregated.md").read_text()
 UNINSTALL = "RUN python3 -m pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-cuda13 || true \\\n && "
 INSTALL = 'python3 -m pip install --no-cache-dir "mooncake-transfer-engine-efa-cuda13==${MOONCAKE_VERSION}"'
 LD_PATH = "ENV LD_LIBRARY_PATH=/opt/amazon/efa/lib:${LD_LIBRARY_PATH} \\\n"
@@ -31,7 +34,14 @@ def mutate(old: str, new: str) -> str:
 def test_the_packaged_dockerfile_passes_and_pins_what_the_checker_expects() -> None:
     assert check(DOCKERFILE) == []
     assert f"ARG MOONCAKE_VERSION={MOONCAKE_VERSION}\n" in DOCKERFILE
+    assert f"ARG EFA_INSTALLER_VERSION={EFA_INSTALLER_VERSION}\n" in DOCKERFILE
     assert main([str(VLLM_DOCKERFILE)]) == 0
+
+
+def test_the_docs_name_the_pinned_versions() -> None:
+    images = next(line for line in DOCS.splitlines() if line.startswith("| vLLM (prefill, decode"))
+    assert f"`aws-efa-installer` {EFA_INSTALLER_VERSION} " in images
+    assert f"`mooncake-transfer-engine-efa-cuda13=={MOONCAKE_VERSION}`" in images
 
 
 @pytest.mark.parametrize(
@@ -76,6 +86,11 @@ def test_the_packaged_dockerfile_passes_and_pins_what_the_checker_expects() -> N
             mutate(INSTALL, INSTALL + " mooncake-transfer-engine"),
             r"pip installs mooncake-transfer-engine, which is not",
             id="default wheel installed alongside",
+        ),
+        pytest.param(
+            mutate(f"ARG EFA_INSTALLER_VERSION={EFA_INSTALLER_VERSION}", "ARG EFA_INSTALLER_VERSION=1.38.0"),
+            r"ARG EFA_INSTALLER_VERSION is '1\.38\.0'; it must be '1\.50\.0'",
+            id="older EFA installer",
         ),
         pytest.param(
             mutate(LD_PATH, "ENV "),

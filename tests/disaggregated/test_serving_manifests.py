@@ -26,7 +26,6 @@ from inference_tiers.k8s.disaggregated import (
     BOOTSTRAP_PORT_ANNOTATION,
     VLLM_PORT,
     DisaggregatedWorkloadSpec,
-    kv_store_config,
     kv_transfer_config,
     render,
     render_transfer_benchmark,
@@ -147,9 +146,22 @@ def test_kv_store_adds_master_service_and_config() -> None:
     assert ("Deployment", "vllm-pd-mooncake-master") in objects
     assert ("Service", "vllm-pd-mooncake-master") in objects
     config = json.loads(objects[("ConfigMap", "vllm-pd-mooncake-config")]["data"]["mooncake.json"])
-    assert config == kv_store_config(spec)
-    assert config["protocol"] == "efa"
-    assert config["master_server_address"] == "vllm-pd-mooncake-master.inference.svc:50051"
+    # metadata_server: without "://" Mooncake reads a string as an etcd endpoint, except the literal
+    # P2PHANDSHAKE (peers exchange segment metadata directly, no metadata server). Mooncake v0.3.12.post1
+    # (6041a609; the snapshot has no v0.3.13.post1 tag, and HEAD 3b5a5941 keeps the same code)
+    # mooncake-transfer-engine/src/transfer_engine.cpp:418-433, transfer_metadata.cpp:172,
+    # transfer_metadata_plugin.cpp:525-549. The tier deploys no etcd, Redis or HTTP metadata server.
+    assert config == {
+        "mode": "embedded",
+        "metadata_server": "P2PHANDSHAKE",
+        "master_server_address": "vllm-pd-mooncake-master.inference.svc:50051",
+        "global_segment_size": "32GB",
+        "local_buffer_size": "4GB",
+        "protocol": "efa",
+        "device_name": "",
+    }
+    rendered = json.dumps(render(spec))
+    assert not re.search(r"etcd|redis://|/metadata\b", rendered, re.IGNORECASE)
     assert ("Deployment", "vllm-pd-mooncake-master") not in by_kind_name(render(SPECS["default"]))
     master = objects[("Deployment", "vllm-pd-mooncake-master")]["spec"]["template"]["spec"]
     assert master["nodeSelector"] == {
@@ -163,6 +175,31 @@ def test_kv_store_adds_master_service_and_config() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # vLLM arguments and the KV-transfer configuration
 # ---------------------------------------------------------------------------------------------------------
+
+
+_POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
+_HF_TOKEN = {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}
+_EFA_ENV = [("VLLM_HOST_IP", _POD_IP), ("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1")]
+_KV_STORE_ENV = [("MOONCAKE_CONFIG_PATH", "/etc/mooncake/mooncake.json")]
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "expected"),
+    [
+        ("default", "prefill", [("HF_HOME", "/models/hf"), ("VLLM_MOONCAKE_BOOTSTRAP_PORT", "8998"), ("HF_TOKEN", _HF_TOKEN)]),
+        ("default", "decode", [("HF_HOME", "/models/hf"), ("HF_TOKEN", _HF_TOKEN)]),
+        ("kv-store", "prefill", [("HF_HOME", "/models/hf"), ("VLLM_MOONCAKE_BOOTSTRAP_PORT", "8998"), ("HF_TOKEN", _HF_TOKEN), *_KV_STORE_ENV]),
+        ("kv-store", "decode", [("HF_HOME", "/models/hf"), ("HF_TOKEN", _HF_TOKEN), *_KV_STORE_ENV]),
+        ("p5en-tp4", "prefill", [("HF_HOME", "/models/hf"), ("VLLM_MOONCAKE_BOOTSTRAP_PORT", "8998")]),
+        ("p5en-tp4", "decode", [("HF_HOME", "/models/hf")]),
+    ],
+)  # fmt: skip
+def test_vllm_containers_get_exactly_these_variables(
+    name: str, role: str, expected: list[tuple[str, str | dict[str, Any]]]
+) -> None:
+    """The whole env list, so an added variable (HF_HUB_OFFLINE=1 would stop the first model download) fails."""
+    env = [(e["name"], e.get("value", e.get("valueFrom"))) for e in container(SPECS[name], role)["env"]]
+    assert env == [*_EFA_ENV, *expected]
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

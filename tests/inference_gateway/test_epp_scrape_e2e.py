@@ -59,6 +59,12 @@ def _rendered_epp() -> tuple[dict[str, Any], list[str]]:
     return template, container["args"]
 
 
+def _metrics_port(args: list[str]) -> int:
+    """The port the EPP serves /metrics on: its ``--metrics-port`` flag (v1.5.0 pkg/epp/server/options.go:177,
+    the metrics server's ``BindAddress: fmt.Sprintf(":%d", opts.MetricsPort)`` at cmd/epp/runner/runner.go:275)."""
+    return int(args[args.index("--metrics-port") + 1])
+
+
 def _demand_query(model_name: str) -> str:
     scaled = render_scaled_object(
         "inference",
@@ -156,7 +162,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Promethe
     stand_in = EndpointPickerStandIn(args)
     # A pod IP of its own on loopback, so the stand-in can listen on the port the relabelling rewrites to.
     pod_ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(1, 254)}"
-    port = int(template["metadata"]["annotations"]["prometheus.io/port"])
+    port = _metrics_port(args)  # where the real EPP listens, whatever the annotation says
     (pods,) = (j for j in collectors.eks_scrape_config("c")["scrape_configs"] if j["job_name"] == "pods")
     job = {k: v for k, v in pods.items() if k != "kubernetes_sd_configs"}
     config = {
@@ -185,6 +191,14 @@ def test_the_stand_in_serves_names_of_the_pinned_epp() -> None:
     }
     served |= {EPP_REQUEST_ERROR_METRIC, EPP_REQUEST_METRIC}
     assert served <= listed(DATA / "epp-v1.5.0-metrics.txt")
+
+
+def test_the_scrape_annotation_names_the_port_the_epp_serves_metrics_on() -> None:
+    template, args = _rendered_epp()
+    (container,) = template["spec"]["containers"]
+    (declared,) = (p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
+    annotated = int(template["metadata"]["annotations"]["prometheus.io/port"])
+    assert annotated == _metrics_port(args) == declared
 
 
 def test_the_scraper_keeps_the_epp_pod_once_on_its_metrics_port(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 
+from inference_tiers import ASSETS_DIR
 from tests.harness import PROJECT_ROOT
-from tests.observability.tools import ALLOW_LISTS, allowed_names
+from tests.observability.tools import ALLOW_LISTS, VLLM_LIST_OF_TIER, allowed_names
 
 
 def test_every_allow_list_starts_with_its_source() -> None:
@@ -41,3 +43,14 @@ def test_lists_hold_only_prometheus_metric_names() -> None:
     for key in ALLOW_LISTS:
         for name in allowed_names(key):
             assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", name), f"{key}: {name!r}"
+
+
+def test_each_tiers_vllm_list_is_of_the_release_it_deploys() -> None:
+    defaults = json.loads((PROJECT_ROOT / "inference_tiers/defaults.json").read_text())
+    dockerfile = (ASSETS_DIR / "disaggregated/vllm/Dockerfile").read_text()
+    base = re.search(r"^FROM vllm/vllm-openai:(v[0-9.]+)$", dockerfile, re.M)
+    assert base, "the disaggregated Dockerfile builds on no vllm/vllm-openai release"
+    releases = {"hyperpod": defaults["hyperpod.vllm_image"].split(":")[1], "disaggregated": base.group(1)}
+    for tier, release in releases.items():
+        header = ALLOW_LISTS[VLLM_LIST_OF_TIER[tier]].read_text().splitlines()[0]
+        assert f"vLLM {release}" in header, f"{tier} deploys vLLM {release}; its list says: {header}"

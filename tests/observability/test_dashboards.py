@@ -13,7 +13,7 @@ import pytest
 from inference_tiers.observability import dashboards, rules
 from tests.harness import DATA_DIR
 from tests.observability.promql import metric_names
-from tests.observability.tools import allowed_names
+from tests.observability.tools import VLLM_LIST_OF_TIER, allowed_names, allowed_names_for
 
 SCHEMA = json.loads((DATA_DIR / "observability" / "grafana-dashboard-13.2.3.schema.json").read_text())
 BOARDS = dashboards.all_dashboards()
@@ -81,7 +81,9 @@ def test_uids_are_unique_and_fit_grafanas_limit() -> None:
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_every_promql_parses_and_reads_only_allow_listed_metrics(name: str) -> None:
     prometheus = [t for t in _targets(BOARDS[name]) if t["datasource"] == dashboards.PROMETHEUS]
-    allowed = allowed_names() | RECORDED
+    # A tier's board reads only what the vLLM release that tier deploys exports.
+    tier = next((t for t in BOARDS[name]["tags"] if t in VLLM_LIST_OF_TIER), None)
+    allowed = (allowed_names_for(tier) if tier else allowed_names()) | RECORDED
     for target in prometheus:
         unknown = metric_names(_promql(target)) - allowed
         assert not unknown, f"{name}: {target['expr']} reads {sorted(unknown)}"

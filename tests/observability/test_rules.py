@@ -13,7 +13,7 @@ from inference_tiers.observability import rules
 from inference_tiers.observability.rules import Alert, AlertThresholds, rule_groups, rules_yaml
 from inference_tiers.validation import ArgumentError
 from tests.observability.promql import metric_names
-from tests.observability.tools import allowed_names, run
+from tests.observability.tools import VLLM_LIST_OF_TIER, allowed_names, run
 
 ALERTS = {r.alert: r for g in rule_groups() for r in g.rules if isinstance(r, Alert)}
 RECORDED = {r.record for g in rule_groups() for r in g.rules if isinstance(r, rules.Recording)}
@@ -270,6 +270,28 @@ def test_alert_fires_on_bad_series_and_stays_silent_on_good_ones(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_inter_token_latency_alert_fires_on_vllm_0_10_series(rules_file: Path, tmp_path: Path) -> None:
+    """hyperpod's vLLM v0.10.1 exports the same intervals as vllm:time_per_output_token_seconds (vllm#24110)."""
+    bad, _, _, good = CASES["VllmInterTokenLatencyHigh"]
+    renamed = [
+        [{**s, "series": s["series"].replace("inter_token_latency", "time_per_output_token")} for s in series]
+        for series in (bad, good)
+    ]
+    alert = ALERTS["VllmInterTokenLatencyHigh"]
+    tests = {
+        "rule_files": [str(rules_file)],
+        "evaluation_interval": "1m",
+        "tests": [
+            _unit_test(rules_file, alert, renamed[0], True),
+            _unit_test(rules_file, alert, renamed[1], False),
+        ],
+    }
+    path = tmp_path / "tests.yaml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False, width=1000))
+    result = run("promtool", "test", "rules", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_unit_test_can_fail(name: str, rules_file: Path, tmp_path: Path) -> None:
     """Swapping the series (expect silence on bad ones) must make promtool fail: the unit tests are real."""
@@ -292,10 +314,21 @@ def test_every_expression_reads_only_allow_listed_metrics() -> None:
         assert not unknown, f"{name} reads metrics no pinned component exports: {sorted(unknown)}"
 
 
+@pytest.mark.parametrize("tier", sorted(VLLM_LIST_OF_TIER))
+def test_every_vllm_recording_reads_a_series_the_tiers_release_exports(tier: str) -> None:
+    """The rules serve every tier: a vLLM recording must find its series in each release a tier deploys."""
+    exported = allowed_names(VLLM_LIST_OF_TIER[tier])
+    for name, expr in rules.expressions(rule_groups()):
+        read = {n for n in metric_names(expr) if n.startswith("vllm:")}
+        assert not read or read & exported, (
+            f"{name} reads nothing vLLM's {tier} release exports: {sorted(read)}"
+        )
+
+
 def test_the_allow_list_check_catches_a_renamed_metric() -> None:
-    """vLLM V0's gpu_cache_usage_perc (gone in V1) is not allow-listed, so a rule on it would be refused."""
-    assert metric_names("max(vllm:gpu_cache_usage_perc) > 0.9") - allowed_names() == {
-        "vllm:gpu_cache_usage_perc"
+    """vLLM V0's cpu_cache_usage_perc (gone in V1) is not allow-listed, so a rule on it would be refused."""
+    assert metric_names("max(vllm:cpu_cache_usage_perc) > 0.9") - allowed_names() == {
+        "vllm:cpu_cache_usage_perc"
     }
 
 

@@ -11,6 +11,7 @@ from tests.harness import DATA_DIR, PROJECT_ROOT
 _UNPACKED = PROJECT_ROOT / "tools" / "observability" / ".prometheus" / "usr" / "bin"
 ALLOW_LISTS = {
     "vllm": DATA_DIR / "disaggregated" / "vllm-metrics.txt",
+    "vllm-v0.10.1": DATA_DIR / "hyperpod" / "vllm-metrics-v0.10.1.txt",
     "litellm": DATA_DIR / "observability" / "litellm-metrics.txt",
     "dcgm": DATA_DIR / "observability" / "dcgm-exporter-metrics.txt",
     "efa": DATA_DIR / "observability" / "efa-node-exporter-metrics.txt",
@@ -41,6 +42,17 @@ def run(
         timeout=60,
         check=False,
     )
+
+
+# The vLLM release each tier deploys: hyperpod's default image serves v0.10.1, the disaggregated image builds on
+# vllm/vllm-openai:v0.33.0.
+VLLM_LIST_OF_TIER = {"hyperpod": "vllm-v0.10.1", "disaggregated": "vllm"}
+
+
+def allowed_names_for(tier: str) -> frozenset[str]:
+    """Every list's names except the vLLM releases ``tier`` does not deploy."""
+    others = set(VLLM_LIST_OF_TIER.values()) - {VLLM_LIST_OF_TIER[tier]}
+    return allowed_names(*(key for key in ALLOW_LISTS if key not in others))
 
 
 def allowed_names(*lists: str) -> frozenset[str]:

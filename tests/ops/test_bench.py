@@ -123,6 +123,15 @@ def test_goodput_and_cost_per_good_token_equal_the_hand_computed_case() -> None:
     assert figures["usd_per_1m_output_tokens"] == pytest.approx(0.002 / 33 * 1e6, rel=1e-4)
     assert figures["usd_per_1m_good_tokens"] == pytest.approx(0.002 / 22 * 1e6, rel=1e-4)
     assert figures["output_tokens_per_s"] == 16.5
+    # ITL = (e2e - TTFT) / (output tokens - 1): 45, 5 and 1 ms, interpolated like numpy.
+    assert figures["itl_ms"] == {"p50": 5.0, "p90": 37.0, "p99": 44.2}
+
+
+def test_a_request_over_the_e2e_slo_alone_is_not_good() -> None:
+    # TTFT 50 ms and ITL (1500-50)/200 = 7.25 ms are within the SLO; e2e 1500 ms is not.
+    figures = level_figures(1, [Record(0.0, 1.5, 50, 100, 201)], SLO, None)
+    assert figures["itl_ms"]["p90"] == 7.25 and figures["e2e_ms"]["p90"] == 1500.0
+    assert figures["good_requests"] == 0 and figures["meets_slo"] is False
 
 
 def test_per_token_pricing_counts_the_tokens_sent_and_received() -> None:

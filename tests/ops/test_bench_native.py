@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -82,6 +84,60 @@ def test_sagemaker_bad_signature_is_a_failed_request(tmp_path: Path, monkeypatch
     assert server.rejected_signatures == 18 and not server.cache.requests
     levels = json.loads((tmp_path / "out" / "results.json").read_text())["targets"][0]["levels"]
     assert [(f["error_rate"], f["meets_slo"]) for f in levels] == [(1.0, False), (1.0, False)]
+
+
+CONTENT_AFTER_S = 0.2
+
+
+def _paced(*events: tuple[float, dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for pause, event in events:
+        time.sleep(pause)
+        yield event
+
+
+def _sse(event: dict[str, Any]) -> dict[str, Any]:
+    return {"PayloadPart": {"Bytes": f"data: {json.dumps(event)}\n\n".encode()}}
+
+
+class _StreamStandIn:
+    """SageMaker and Bedrock Runtime stand-in whose streams open with a content-free event at once and carry
+    the first text ``CONTENT_AFTER_S`` later: vLLM's OpenAI server first sends a role-only chunk
+    (``delta: {role: assistant, content: ''}``, sent when the first output arrives, before its text: vllm
+    main @ 0fc8fa75, the v0.10.1 state, vllm/entrypoints/openai/serving_chat.py:559-567), ConverseStream a
+    ``messageStart``."""
+
+    def invoke_endpoint_with_response_stream(self, **_: Any) -> dict[str, Any]:
+        return {
+            "Body": _paced(
+                (0.0, _sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]})),
+                (CONTENT_AFTER_S, _sse({"choices": [{"delta": {"content": "Paris"}}]})),
+                (0.0, _sse({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}})),
+            )
+        }
+
+    def converse_stream(self, **_: Any) -> dict[str, Any]:
+        return {
+            "stream": _paced(
+                (0.0, {"messageStart": {"role": "assistant"}}),
+                (CONTENT_AFTER_S, {"contentBlockDelta": {"delta": {"text": "Paris"}}}),
+                (0.0, {"metadata": {"usage": {"inputTokens": 5, "outputTokens": 1}}}),
+            )
+        }
+
+
+@pytest.mark.parametrize(
+    "sender",
+    [
+        lambda runtime: native.sagemaker_sender(runtime, "qwen", None, None),
+        lambda runtime: native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0"),
+    ],
+    ids=["sagemaker", "bedrock"],
+)
+def test_ttft_is_the_first_content_not_the_first_event(sender: Callable[[Any], native.Send]) -> None:
+    send = sender(_StreamStandIn())
+    ttft, sent, received, text = send([{"role": "user", "content": "capital of France"}], 1)
+    assert (sent, received, text) == (5, 1, "Paris")
+    assert ttft is not None and CONTENT_AFTER_S * 1000 <= ttft < CONTENT_AFTER_S * 1000 + 50
 
 
 def converse_stream(*pieces: str, usage: tuple[int, int]) -> tuple[int, dict[str, str], bytes]:
