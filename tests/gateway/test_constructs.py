@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -24,6 +25,7 @@ from inference_tiers.constructs.gateway import (
     OpenAICompatibleTarget,
     SageMakerTarget,
 )
+from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB
 from inference_tiers.litellm.config import (
     BedrockModel,
     GuardrailConfig,
@@ -223,9 +225,7 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("desired_count", {"desired_count": "2"}),
     ("max_count", {"desired_count": 4, "max_count": 3}),
     ("cpu", {"cpu": 3000}),
-    ("memory_mib", {"cpu": 1024, "memory_mib": 1024}),
-    # Fargate's own table, not a ratio: above 30 GiB for 4 vCPU, and not a whole GiB step
-    ("memory_mib", {"cpu": 4096, "memory_mib": 32768}),
+    # Fargate's own table, not a ratio: not a whole step (below and above each cpu's range: documented_misuse)
     ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
     ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
@@ -247,6 +247,65 @@ def test_gateway_misuse_is_an_argument_error(tmp_path: Any, param: str, override
         **overrides,
     }
     expect("LiteLLMGateway", param, lambda: LiteLLMGateway(stack, "Gateway", **props))
+
+
+def documented_fargate_sizes() -> dict[int, list[int]]:
+    """CPU units -> the task memory (MiB) Fargate accepts, from the vendored table of the ECS developer guide
+    (tests/data/gateway/SOURCE.md), in its own words: a list of sizes or "Between A GB and B GB in C GB
+    increments"."""
+    sizes = {}
+    for row in FARGATE_TABLE.read_text().splitlines()[2:]:
+        cpu, memory, _ = (cell.strip() for cell in row.strip("|").split("|"))
+        span = re.fullmatch(r"Between (\d+) GB and (\d+) GB in (\d+) GB increments", memory)
+        if span:
+            low, high, step = (int(n) * 1024 for n in span.groups())
+            sizes[int(cpu.split()[0])] = list(range(low, high + 1, step))
+        else:
+            sizes[int(cpu.split()[0])] = [
+                int(n) * (1024 if unit == "GB" else 1) for n, unit in re.findall(r"(\d+) (GB|MiB)", memory)
+            ]
+    return sizes
+
+
+FARGATE_TABLE = Path(__file__).parents[1] / "data" / "gateway" / "fargate-task-sizes.md"
+DOCUMENTED = documented_fargate_sizes()
+
+
+def test_the_fargate_table_is_the_documented_one() -> None:
+    """The gateway takes 1 to 16 vCPU (four workers need a whole vCPU each at most): each with exactly the
+    memory sizes the ECS developer guide lists."""
+    assert {cpu: list(sizes) for cpu, sizes in FARGATE_MEMORY_MIB.items()} == {
+        cpu: sizes for cpu, sizes in DOCUMENTED.items() if cpu >= 1024
+    }
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory_mib"),
+    [
+        (cpu, memory)
+        for cpu, sizes in DOCUMENTED.items()
+        if cpu >= 1024
+        for memory in (2 * sizes[0] - sizes[1], 2 * sizes[-1] - sizes[-2])
+    ],
+)
+def test_memory_one_step_outside_fargates_range_for_each_cpu_is_refused(
+    tmp_path: Any, cpu: int, memory_mib: int
+) -> None:
+    stack, vpc = make_stack(tmp_path)
+    expect(
+        "LiteLLMGateway",
+        "memory_mib",
+        lambda: LiteLLMGateway(
+            stack,
+            "Gateway",
+            vpc=vpc,
+            models=[bedrock()],
+            certificate=certificate(stack),
+            cpu=cpu,
+            memory_mib=memory_mib,
+            workers=1,
+        ),
+    )
 
 
 def test_http_and_a_certificate_together_is_a_mistake(tmp_path: Any) -> None:
