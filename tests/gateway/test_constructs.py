@@ -225,7 +225,7 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("desired_count", {"desired_count": "2"}),
     ("max_count", {"desired_count": 4, "max_count": 3}),
     ("cpu", {"cpu": 3000}),
-    # Fargate's own table, not a ratio: not a whole step (below and above each cpu's range: documented_misuse)
+    # Fargate's own table, not a ratio: not a whole step (outside each cpu's range: test_memory_one_step_outside...)
     ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
     ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
@@ -272,8 +272,8 @@ DOCUMENTED = documented_fargate_sizes()
 
 
 def test_the_fargate_table_is_the_documented_one() -> None:
-    """The gateway takes 1 to 16 vCPU (four workers need a whole vCPU each at most): each with exactly the
-    memory sizes the ECS developer guide lists."""
+    """The gateway takes 1 to 16 vCPU (cpu 1024-16384), each with exactly the memory sizes the ECS developer
+    guide lists."""
     assert {cpu: list(sizes) for cpu, sizes in FARGATE_MEMORY_MIB.items()} == {
         cpu: sizes for cpu, sizes in DOCUMENTED.items() if cpu >= 1024
     }
