@@ -15,7 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
-from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, ImportedGuardrail
+from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, Guardrail, ImportedGuardrail
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
     GatewayCache,
@@ -39,6 +39,18 @@ from inference_tiers.litellm.config import (
 )
 from inference_tiers.litellm.database import bootstrap_queries
 from inference_tiers.validation import ArgumentError
+from tests.bedrock.test_guardrail_contract import (
+    CONSUMER,
+    PARAMETER,
+    POLICIES,
+    PRODUCER,
+    _exports,
+    _imports,
+    _ssm_reads,
+    _versions,
+    update_refusals,
+)
+from tests.gateway.test_stack import rendered_config
 
 GUARDRAIL = ImportedGuardrail(
     guardrail_arn="arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", guardrail_version="2"
@@ -424,3 +436,34 @@ def test_a_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> N
     # the other way round keeps the guardrail: an unguarded model may fall back to a guarded one
     back = render_config(models, router=RouterOptions(fallbacks={"m": ["nova"]}))
     assert back["router_settings"]["fallbacks"] == [{"m": ["nova"]}]
+
+
+def _guardrail_and_gateway_stacks(outdir: Path, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A Guardrail with ``policy`` in one stack, passed as it is to a gateway's BedrockTarget in another."""
+    app = cdk.App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
+    safety, service = cdk.Stack(app, PRODUCER), cdk.Stack(app, CONSUMER)
+    guardrail = Guardrail(safety, "Guardrail", **policy)
+    vpc = ec2.Vpc(service, "Vpc", max_azs=2, nat_gateways=1)
+    LiteLLMGateway(
+        service, "Gateway", vpc=vpc, models=[BedrockTarget("nova", PROFILE, guardrail)], allow_http=True
+    )
+    return {s.stack_name: Template.from_stack(s).to_json() for s in (safety, service)}
+
+
+def test_a_guardrail_of_another_stack_reaches_the_gateway_by_its_version_parameter(tmp_path: Path) -> None:
+    """The guardrail contract (tests/bedrock/test_guardrail_contract.py) for the gateway: the version in the
+    rendered config and in the task role's policy is the guardrail's SSM parameter, read by CloudFormation at
+    the gateway stack's deploy, so a policy change of the guardrail deletes no export the gateway imports."""
+    deploys = {name: _guardrail_and_gateway_stacks(tmp_path / name, p) for name, p in POLICIES.items()}
+    before, after = deploys["before"], deploys["after"]
+    assert _versions(before[PRODUCER]) != _versions(after[PRODUCER])
+    assert update_refusals(before[PRODUCER], before[CONSUMER], after[PRODUCER]) == []
+    assert _ssm_reads(before[CONSUMER]) == _ssm_reads(after[CONSUMER]) == [PARAMETER]
+    assert _imports(before[CONSUMER]) == _imports(after[CONSUMER])
+    exported = _exports(after[PRODUCER])
+    for imported in _imports(after[CONSUMER]):
+        assert "GuardrailVersion" not in json.dumps(exported[imported]), imported
+    (read,) = (k for k, p in after[CONSUMER]["Parameters"].items() if p.get("Default") == PARAMETER)
+    config = rendered_config(Template.from_json(after[CONSUMER]))
+    guardrail = config["model_list"][0]["litellm_params"]["guardrailConfig"]
+    assert json.dumps({"Ref": read}, sort_keys=True) in guardrail["guardrailVersion"]
