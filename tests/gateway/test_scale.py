@@ -30,6 +30,7 @@ from tests.gateway.stubs import StubBackend
 
 ALLOWED_FAILS = 2
 COOLDOWN_SECONDS = 300
+ROUTER_WIDE_COOLDOWN_SECONDS = 1
 
 
 def models(stub: StubBackend) -> list[OpenAICompatibleModel]:
@@ -158,9 +159,13 @@ def test_a_model_with_a_fallback_carries_its_own_cooldown(stub: StubBackend) -> 
 def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answers(
     stub: StubBackend, tmp_path: Path
 ) -> None:
+    """The cooldown is the deployment's own (model_info.cooldown_time): with the router-wide cooldown_time cut
+    to 1 s here, the deployment stays cooled down after it (router.py:8190-8211 reads the deployment's first)."""
     down = lambda: len(stub.received(lambda r: r.path.startswith("/down/")))  # noqa: E731
+    rendered = config(stub)
+    rendered["router_settings"]["cooldown_time"] = ROUTER_WIDE_COOLDOWN_SECONDS
     with run_proxy(
-        render_text(config(stub)), tmp_path, extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY}
+        render_text(rendered), tmp_path, extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY}
     ) as proxy:
         status, reply = chat(proxy, "primary")
         assert status == 200, reply
@@ -169,7 +174,9 @@ def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answe
         for _ in range(ALLOWED_FAILS):
             assert chat(proxy, "primary")[0] == 200
         assert down() == ALLOWED_FAILS + 1
-        # Past allowed_fails the deployment cools down: the backend gets nothing, every call is answered.
+        # Past allowed_fails the deployment cools down for its own cooldown_time, longer than the router-wide
+        # one: the backend gets nothing, every call is answered.
+        time.sleep(ROUTER_WIDE_COOLDOWN_SECONDS + 1)
         for _ in range(5):
             status, reply = chat(proxy, "primary")
             assert status == 200, reply
