@@ -309,14 +309,19 @@ class ProxyFeatures:
 # whole gateway opens this x workers x tasks (LiteLLM's production guide); LiteLLMGateway checks it against the
 # database's capacity at synth.
 DATABASE_POOL_PER_WORKER = 10
-# Retries per error class for a model with a fallback (LiteLLM 1.104.0 RetryPolicy, types/router.py:114-130,
-# read by router_utils/get_retry_from_policy.py:52-66; an error of no listed class, such as APIConnectionError,
-# takes DefaultRetries): none, the fallback answers instead.
+# Retries per error class for a model with a fallback: none, the fallback answers instead. Every field of LiteLLM
+# 1.104.0's RetryPolicy (types/router.py:114-130) is 0, read by router_utils/get_retry_from_policy.py:52-66 (an
+# error of no listed class, such as APIConnectionError or BadGatewayError, takes DefaultRetries; a 404 answer
+# NotFoundErrorRetries): a field left out would fall back to num_retries with back-off if DefaultRetries went.
 FAILOVER_RETRY_POLICY = {
+    "BadRequestErrorRetries": 0,
+    "AuthenticationErrorRetries": 0,
     "TimeoutErrorRetries": 0,
     "RateLimitErrorRetries": 0,
+    "ContentPolicyViolationErrorRetries": 0,
     "InternalServerErrorRetries": 0,
     "ServiceUnavailableErrorRetries": 0,
+    "NotFoundErrorRetries": 0,
     "DefaultRetries": 0,
 }
 # Errors that cool a deployment with a fallback down (AllowedFailsPolicy, types/router.py:742-759): more than

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -14,7 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
-from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, ImportedGuardrail
+from inference_tiers.constructs.bedrock import CrossRegionProfile, Geography, Guardrail, ImportedGuardrail
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
     GatewayCache,
@@ -24,6 +25,7 @@ from inference_tiers.constructs.gateway import (
     OpenAICompatibleTarget,
     SageMakerTarget,
 )
+from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB
 from inference_tiers.litellm.config import (
     BedrockModel,
     GuardrailConfig,
@@ -37,6 +39,18 @@ from inference_tiers.litellm.config import (
 )
 from inference_tiers.litellm.database import bootstrap_queries
 from inference_tiers.validation import ArgumentError
+from tests.bedrock.test_guardrail_contract import (
+    CONSUMER,
+    PARAMETER,
+    POLICIES,
+    PRODUCER,
+    _exports,
+    _imports,
+    _ssm_reads,
+    _versions,
+    update_refusals,
+)
+from tests.gateway.test_stack import rendered_config
 
 GUARDRAIL = ImportedGuardrail(
     guardrail_arn="arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", guardrail_version="2"
@@ -223,9 +237,7 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("desired_count", {"desired_count": "2"}),
     ("max_count", {"desired_count": 4, "max_count": 3}),
     ("cpu", {"cpu": 3000}),
-    ("memory_mib", {"cpu": 1024, "memory_mib": 1024}),
-    # Fargate's own table, not a ratio: above 30 GiB for 4 vCPU, and not a whole GiB step
-    ("memory_mib", {"cpu": 4096, "memory_mib": 32768}),
+    # Fargate's own table, not a ratio: not a whole step (outside each cpu's range: test_memory_one_step_outside...)
     ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
     ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
@@ -247,6 +259,65 @@ def test_gateway_misuse_is_an_argument_error(tmp_path: Any, param: str, override
         **overrides,
     }
     expect("LiteLLMGateway", param, lambda: LiteLLMGateway(stack, "Gateway", **props))
+
+
+def documented_fargate_sizes() -> dict[int, list[int]]:
+    """CPU units -> the task memory (MiB) Fargate accepts, from the vendored table of the ECS developer guide
+    (tests/data/gateway/SOURCE.md), in its own words: a list of sizes or "Between A GB and B GB in C GB
+    increments"."""
+    sizes = {}
+    for row in FARGATE_TABLE.read_text().splitlines()[2:]:
+        cpu, memory, _ = (cell.strip() for cell in row.strip("|").split("|"))
+        span = re.fullmatch(r"Between (\d+) GB and (\d+) GB in (\d+) GB increments", memory)
+        if span:
+            low, high, step = (int(n) * 1024 for n in span.groups())
+            sizes[int(cpu.split()[0])] = list(range(low, high + 1, step))
+        else:
+            sizes[int(cpu.split()[0])] = [
+                int(n) * (1024 if unit == "GB" else 1) for n, unit in re.findall(r"(\d+) (GB|MiB)", memory)
+            ]
+    return sizes
+
+
+FARGATE_TABLE = Path(__file__).parents[1] / "data" / "gateway" / "fargate-task-sizes.md"
+DOCUMENTED = documented_fargate_sizes()
+
+
+def test_the_fargate_table_is_the_documented_one() -> None:
+    """The gateway takes 1 to 16 vCPU (cpu 1024-16384), each with exactly the memory sizes the ECS developer
+    guide lists."""
+    assert {cpu: list(sizes) for cpu, sizes in FARGATE_MEMORY_MIB.items()} == {
+        cpu: sizes for cpu, sizes in DOCUMENTED.items() if cpu >= 1024
+    }
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory_mib"),
+    [
+        (cpu, memory)
+        for cpu, sizes in DOCUMENTED.items()
+        if cpu >= 1024
+        for memory in (2 * sizes[0] - sizes[1], 2 * sizes[-1] - sizes[-2])
+    ],
+)
+def test_memory_one_step_outside_fargates_range_for_each_cpu_is_refused(
+    tmp_path: Any, cpu: int, memory_mib: int
+) -> None:
+    stack, vpc = make_stack(tmp_path)
+    expect(
+        "LiteLLMGateway",
+        "memory_mib",
+        lambda: LiteLLMGateway(
+            stack,
+            "Gateway",
+            vpc=vpc,
+            models=[bedrock()],
+            certificate=certificate(stack),
+            cpu=cpu,
+            memory_mib=memory_mib,
+            workers=1,
+        ),
+    )
 
 
 def test_http_and_a_certificate_together_is_a_mistake(tmp_path: Any) -> None:
@@ -365,3 +436,34 @@ def test_a_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> N
     # the other way round keeps the guardrail: an unguarded model may fall back to a guarded one
     back = render_config(models, router=RouterOptions(fallbacks={"m": ["nova"]}))
     assert back["router_settings"]["fallbacks"] == [{"m": ["nova"]}]
+
+
+def _guardrail_and_gateway_stacks(outdir: Path, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A Guardrail with ``policy`` in one stack, passed as it is to a gateway's BedrockTarget in another."""
+    app = cdk.App(outdir=str(outdir), context={"aws:cdk:bundling-stacks": []})
+    safety, service = cdk.Stack(app, PRODUCER), cdk.Stack(app, CONSUMER)
+    guardrail = Guardrail(safety, "Guardrail", **policy)
+    vpc = ec2.Vpc(service, "Vpc", max_azs=2, nat_gateways=1)
+    LiteLLMGateway(
+        service, "Gateway", vpc=vpc, models=[BedrockTarget("nova", PROFILE, guardrail)], allow_http=True
+    )
+    return {s.stack_name: Template.from_stack(s).to_json() for s in (safety, service)}
+
+
+def test_a_guardrail_of_another_stack_reaches_the_gateway_by_its_version_parameter(tmp_path: Path) -> None:
+    """The guardrail contract (tests/bedrock/test_guardrail_contract.py) for the gateway: the version in the
+    rendered config and in the task role's policy is the guardrail's SSM parameter, read by CloudFormation at
+    the gateway stack's deploy, so a policy change of the guardrail deletes no export the gateway imports."""
+    deploys = {name: _guardrail_and_gateway_stacks(tmp_path / name, p) for name, p in POLICIES.items()}
+    before, after = deploys["before"], deploys["after"]
+    assert _versions(before[PRODUCER]) != _versions(after[PRODUCER])
+    assert update_refusals(before[PRODUCER], before[CONSUMER], after[PRODUCER]) == []
+    assert _ssm_reads(before[CONSUMER]) == _ssm_reads(after[CONSUMER]) == [PARAMETER]
+    assert _imports(before[CONSUMER]) == _imports(after[CONSUMER])
+    exported = _exports(after[PRODUCER])
+    for imported in _imports(after[CONSUMER]):
+        assert "GuardrailVersion" not in json.dumps(exported[imported]), imported
+    (read,) = (k for k, p in after[CONSUMER]["Parameters"].items() if p.get("Default") == PARAMETER)
+    config = rendered_config(Template.from_json(after[CONSUMER]))
+    guardrail = config["model_list"][0]["litellm_params"]["guardrailConfig"]
+    assert json.dumps({"Ref": read}, sort_keys=True) in guardrail["guardrailVersion"]

@@ -11,11 +11,11 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inference_tiers.litellm.config import (
-    COOLDOWN_ERROR_CLASSES,
     FAILOVER_RETRY_POLICY,
     OpenAICompatibleModel,
     ProxyFeatures,
@@ -29,6 +29,8 @@ from tests.gateway.proxy import MASTER_KEY, RunningProxy, http, litellm_bin, run
 from tests.gateway.stubs import StubBackend
 
 ALLOWED_FAILS = 2
+COOLDOWN_SECONDS = 300
+ROUTER_WIDE_COOLDOWN_SECONDS = 1
 
 
 def models(stub: StubBackend) -> list[OpenAICompatibleModel]:
@@ -38,11 +40,13 @@ def models(stub: StubBackend) -> list[OpenAICompatibleModel]:
     ]
 
 
-def config(stub: StubBackend) -> dict[str, object]:
+def config(stub: StubBackend) -> dict[str, Any]:
     return render_config(
         models(stub),
         router=RouterOptions(
-            allowed_fails=ALLOWED_FAILS, cooldown_seconds=300, fallbacks={"primary": ["fallback"]}
+            allowed_fails=ALLOWED_FAILS,
+            cooldown_seconds=COOLDOWN_SECONDS,
+            fallbacks={"primary": ["fallback"]},
         ),
         features=ProxyFeatures(database=False, redis=False),
     )
@@ -59,38 +63,109 @@ def chat(proxy: RunningProxy, model: str) -> tuple[int, object]:
     return http("POST", f"{proxy.url}/v1/chat/completions", key=MASTER_KEY, body=body)
 
 
+# Run in the tool venv (LiteLLM 1.104.0): the Router's arguments, and each rendered policy validated by the pinned
+# pydantic model it is loaded into (types/router.py: RetryPolicy :114-130, AllowedFailsPolicy :742-759), with
+# extra="forbid" (the models themselves ignore an unknown key, which is how a misspelt one goes unnoticed).
+PINNED_PROBE = """
+import json, sys
+from litellm import Router
+from litellm.types import router
+from pydantic import ConfigDict, ValidationError
+
+policies = json.load(sys.stdin)
+
+def refusal(name, policy):
+    model = getattr(router, name)
+    strict = type(name, (model,), {"model_config": ConfigDict(extra="forbid", strict=True)})
+    try:
+        strict.model_validate(policy)
+    except ValidationError as error:
+        return f"{name} {policy}: {error}"
+
+print(json.dumps({
+    "router_args": Router.get_valid_args(),
+    "fields": {name: list(getattr(router, name).model_fields) for name in policies},
+    "refused": [r for name, found in policies.items() for p in found if (r := refusal(name, p))],
+}))
+"""
+
+
+def rendered_policies(configs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Every retry and allowed-fails policy the configs carry, by the LiteLLM model that reads it."""
+    return {
+        "RetryPolicy": [
+            policy
+            for c in configs
+            for policy in c["router_settings"].get("model_group_retry_policy", {}).values()
+        ],
+        "AllowedFailsPolicy": [
+            d["model_info"]["allowed_fails_policy"]
+            for c in configs
+            for d in c["model_list"]
+            if "allowed_fails_policy" in d.get("model_info", {})
+        ],
+    }
+
+
 def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) -> None:
     """Every router_settings key is a Router.__init__ argument (the proxy ignores others with a warning,
-    proxy/proxy_server.py:6725-6745), and the policies name only RetryPolicy / AllowedFailsPolicy fields."""
-    rendered = config(stub)
-    probe = (
-        "import json, sys; from litellm import Router; "
-        "from litellm.types.router import AllowedFailsPolicy, RetryPolicy; "
-        "print(json.dumps([Router.get_valid_args(), list(RetryPolicy.model_fields), "
-        "list(AllowedFailsPolicy.model_fields)]))"
+    proxy/proxy_server.py:6725-6745); every rendered retry and allowed-fails policy validates against the pinned
+    RetryPolicy / AllowedFailsPolicy with unknown keys forbidden; a model with a fallback sets every RetryPolicy
+    field to 0 (get_retry_from_policy.py:52-66 reads them; one left unset would take num_retries)."""
+    rate_limited = render_config(
+        models(stub),
+        router=RouterOptions(requests_per_minute={"fallback": 60}),
+        features=ProxyFeatures(database=False, redis=False),
     )
+    configs = [config(stub), rate_limited]
+    policies = rendered_policies(configs)
+    assert len(policies["RetryPolicy"]) == 2 and len(policies["AllowedFailsPolicy"]) == 1, policies
     # The container's environment: without LITELLM_LOCAL_MODEL_COST_MAP the import fetches the cost map, and
     # offline its warning reaches a logging filter that, under load, imports litellm.rust_bridge.catalog while it
     # is half initialised (ImportError, seen with three workers).
     found = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", probe],
+        [str(litellm_bin() / "python"), "-c", PINNED_PROBE],
+        input=json.dumps(policies),
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, **proxy_environment(render_text(rendered))},
+        env={**os.environ, **proxy_environment(render_text(configs[0]))},
     ).stdout
-    router_args, retry_fields, allowed_fields = json.loads(found.strip().splitlines()[-1])
-    assert set(rendered["router_settings"]) <= set(router_args)  # type: ignore[call-overload]
-    assert set(FAILOVER_RETRY_POLICY) <= set(retry_fields)
-    assert {f"{error}ErrorAllowedFails" for error in COOLDOWN_ERROR_CLASSES} <= set(allowed_fields)
+    pinned = json.loads(found.strip().splitlines()[-1])
+    assert pinned["refused"] == []
+    for rendered in configs:
+        assert set(rendered["router_settings"]) <= set(pinned["router_args"])
+    assert dict.fromkeys(pinned["fields"]["RetryPolicy"], 0) == FAILOVER_RETRY_POLICY
+
+
+def test_a_model_with_a_fallback_carries_its_own_cooldown(stub: StubBackend) -> None:
+    """The deployment's model_info, exactly: LiteLLM 1.104.0 reads allowed_fails_policy there
+    (router_utils/cooldown_handlers.py:103-123, one key per error class :76-87) and cooldown_time before the
+    response's retry-after and the router-wide value (router.py:8190-8211, cooldown_handlers.py:175-187)."""
+    primary, fallback = config(stub)["model_list"]
+    assert primary["model_info"] == {
+        "allowed_fails_policy": {
+            "TimeoutErrorAllowedFails": ALLOWED_FAILS,
+            "RateLimitErrorAllowedFails": ALLOWED_FAILS,
+            "InternalServerErrorAllowedFails": ALLOWED_FAILS,
+            "ServiceUnavailableErrorAllowedFails": ALLOWED_FAILS,
+            "BadGatewayErrorAllowedFails": ALLOWED_FAILS,
+        },
+        "cooldown_time": COOLDOWN_SECONDS,
+    }
+    assert "model_info" not in fallback
 
 
 def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answers(
     stub: StubBackend, tmp_path: Path
 ) -> None:
+    """The cooldown is the deployment's own (model_info.cooldown_time): with the router-wide cooldown_time cut
+    to 1 s here, the deployment stays cooled down after it (router.py:8190-8211 reads the deployment's first)."""
     down = lambda: len(stub.received(lambda r: r.path.startswith("/down/")))  # noqa: E731
+    rendered = config(stub)
+    rendered["router_settings"]["cooldown_time"] = ROUTER_WIDE_COOLDOWN_SECONDS
     with run_proxy(
-        render_text(config(stub)), tmp_path, extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY}
+        render_text(rendered), tmp_path, extra_env={"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY}
     ) as proxy:
         status, reply = chat(proxy, "primary")
         assert status == 200, reply
@@ -99,7 +174,9 @@ def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answe
         for _ in range(ALLOWED_FAILS):
             assert chat(proxy, "primary")[0] == 200
         assert down() == ALLOWED_FAILS + 1
-        # Past allowed_fails the deployment cools down: the backend gets nothing, every call is answered.
+        # Past allowed_fails the deployment cools down for its own cooldown_time, longer than the router-wide
+        # one: the backend gets nothing, every call is answered.
+        time.sleep(ROUTER_WIDE_COOLDOWN_SECONDS + 1)
         for _ in range(5):
             status, reply = chat(proxy, "primary")
             assert status == 200, reply

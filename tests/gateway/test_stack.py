@@ -11,6 +11,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from inference_tiers.litellm.config import LITELLM_IMAGE, LITELLM_VERSION
 from inference_tiers.nag import InferenceChecks
+from tests.dependency_closure import _attached_to, _network, references
 from tests.harness import TierBuild, build_tier, nag_findings
 from tests.hyperpod.support import depends_on
 
@@ -132,6 +133,30 @@ def test_the_migration_waits_for_the_aurora_writer_and_the_nat_routes(template: 
         )
     }
     assert len(nat_routes) == len(subnets) and nat_routes <= closure, sorted(nat_routes - closure)
+
+
+def test_the_migration_directly_waits_for_its_tasks_role_policies_and_nat_routes(template: Template) -> None:
+    """G2, G3: the migration's RunTask starts the task definition as its execution role (image pull, logs, the
+    four ECS secrets: GetSecretValue and kms:Decrypt in its DefaultPolicy, or the task stops with
+    ResourceInitializationError) and its task role, in the private subnets whose default routes reach ghcr.io
+    through NAT. Each is a DependsOn of the migration itself, not only reached through something else: the routes
+    are also in its closure through the Aurora instances today (CDK makes them wait for internet connectivity),
+    which a change of the database's subnets would undo."""
+    whole = template.to_json()["Resources"]
+    (migration,) = resources(template, "Custom::LiteLLMMigration")
+    direct = set(whole[migration]["DependsOn"])
+    task = only(template, "AWS::ECS::TaskDefinition")
+    roles = references([task["TaskRoleArn"], task["ExecutionRoleArn"]])
+    policies = {p for role in roles for p in _attached_to(whole, "AWS::IAM::Policy", "Roles", role)}
+    assert len(roles) == len(policies) == 2, (roles, policies)
+    routes = {
+        name
+        for subnet in references(whole[migration]["Properties"]["Subnets"])
+        for name in _network(whole, subnet)
+        if whole[name]["Type"] == "AWS::EC2::Route"
+    }
+    assert len(routes) == 2 and all("NatGatewayId" in whole[r]["Properties"] for r in routes), routes
+    assert policies | routes <= direct, sorted((policies | routes) - direct)
 
 
 def test_no_function_reserves_concurrency(template: Template) -> None:

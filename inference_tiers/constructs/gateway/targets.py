@@ -16,7 +16,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from inference_tiers.constructs.bedrock.guardrail import IGuardrail
+from inference_tiers.constructs.bedrock.guardrail import Guardrail, IGuardrail
 from inference_tiers.constructs.bedrock.model_access import (
     ApplicationProfile,
     CrossRegionProfile,
@@ -83,15 +83,22 @@ class BedrockTarget:
             args.text("base_model_id", self.base_model_id, allow_token=False)
 
     def render(self, scope: Construct) -> ModelTarget:
-        """The LiteLLM model entry for this target, in the Region of ``scope``'s stack."""
+        """The LiteLLM model entry for this target, in the Region of ``scope``'s stack.
+
+        A :class:`Guardrail` of another stack is used through :meth:`Guardrail.for_consumer` (the guardrail
+        contract): the version comes from its SSM parameter, resolved by CloudFormation at each deploy of
+        ``scope``'s stack, never from an export that the guardrail's next policy change would have to delete."""
         base = self.base_model_id
         if base is None and isinstance(self.model, ApplicationProfile):
             base = self.model.source.invoke_id(scope)
+        guardrail = self.guardrail
+        if isinstance(guardrail, Guardrail):
+            guardrail = guardrail.for_consumer(scope)
         return BedrockModel(
             name=self.name,
             model_id=self.model.invoke_id(scope),
             base_model_id=base,
-            guardrail=GuardrailConfig(self.guardrail.guardrail_arn, self.guardrail.guardrail_version),
+            guardrail=GuardrailConfig(guardrail.guardrail_arn, guardrail.guardrail_version),
             region=Stack.of(scope).region,
         )
 
