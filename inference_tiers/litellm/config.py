@@ -469,8 +469,15 @@ def referenced_environment(config: Mapping[str, Any]) -> set[str]:
     return set(walk(config))
 
 
-def proxy_environment(config_text: str) -> dict[str, str]:
+def proxy_environment(config_text: str, *, request_logging: bool = False) -> dict[str, str]:
     """The container's plain environment for any deployment: the configuration and how the proxy behaves.
+
+    The log level is WARNING unless ``request_logging``: at INFO, uvicorn's access logger writes one line per
+    request, formatted as JSON with ``json_logs`` (LiteLLM 1.104.0 ``proxy/proxy_cli.py:309-311`` hands uvicorn
+    ``_logging.py:_get_uvicorn_json_log_config``, whose loggers take the level of ``LITELLM_LOG``,
+    ``_logging.py:656`` and ``:1011``), which costs every request its formatting (docs/gateway.md, "Proxy
+    overhead"). The per-request audit is the spend log in PostgreSQL (key, team, model, tokens, cost), not these
+    lines; warnings and errors are still logged.
 
     Secrets and connection details (database, Redis) come on top, from the construct."""
     return {
@@ -478,7 +485,7 @@ def proxy_environment(config_text: str) -> dict[str, str]:
         # The cost map ships in the image: no fetch from GitHub at start (1.104.0-1.104.6 exit when it fails).
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "LITELLM_MODE": "PRODUCTION",
-        "LITELLM_LOG": "INFO",
+        "LITELLM_LOG": "INFO" if request_logging else "WARNING",
         "DISABLE_ADMIN_UI": "True",
         "NO_DOCS": "True",
         "NO_REDOC": "True",

@@ -229,6 +229,7 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
     ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
+    ("request_logging", {"request_logging": "on"}),
     ("router", {"router": {"num_retries": 1}}),
     ("encryption_key", {"encryption_key": "alias/gateway"}),
     ("upstream_api_key", {"upstream_api_key": "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"}),
