@@ -246,6 +246,14 @@ class GatewaySettings:
                     f"no model without the tier-1 guardrail (not {unguarded}) as a fallback of the guarded "
                     "Bedrock model, unless gateway.allow_unguarded_fallbacks=true",
                 )
+            limited = sorted(set(targets) & set(self.requests_per_minute))
+            if limited:
+                raise ConfigError(
+                    f"gateway.fallbacks.{source}",
+                    list(targets),
+                    f"fallbacks without a gateway.requests_per_minute limit (not {limited}): a fallback answers "
+                    "as one more deployment of this model, and LiteLLM counts a limit per deployment",
+                )
 
     def account_requirements(self) -> AccountRequirements:
         profile = CrossRegionProfile(self.bedrock_model_id, Geography(self.bedrock_inference_profile))

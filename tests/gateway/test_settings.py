@@ -156,3 +156,16 @@ def test_request_logging_sets_the_proxys_log_level_to_info_and_is_off_by_default
 
     assert log_level() == "WARNING"
     assert log_level(**{"gateway.request_logging": "true"}) == "INFO"
+
+
+def test_a_fallback_with_its_own_rate_limit_is_refused() -> None:
+    context = {
+        "gateway.openai_models": '{"llama": {"base_url": "http://10.1.0.5:30000/v1", "served_model": "m"}}',
+        "gateway.fallbacks": '{"llama": ["nova-lite"]}',
+        "gateway.requests_per_minute": '{"nova-lite": 60}',
+    }
+    with pytest.raises(
+        ConfigError, match=r"'gateway.fallbacks.llama'.*not \['nova-lite'\].*counts a limit per deployment"
+    ):
+        gateway_settings(**context)
+    assert gateway_settings(**{**context, "gateway.requests_per_minute": '{"llama": 60}'}).fallbacks
