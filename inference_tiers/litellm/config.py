@@ -243,7 +243,9 @@ class RouterOptions:
     :param num_retries: retries of a failed call on the same model group (default 2).
     :param allowed_fails: failures per minute before a deployment cools down (default 3).
     :param cooldown_seconds: how long a failing deployment is skipped (default 30).
-    :param fallbacks: model name -> model names tried in order when it fails (default none).
+    :param fallbacks: model name -> model names tried in order when it fails (default none). Each fallback is
+        rendered as one more deployment of the model's group, tried after it (``order``), so that a cooled-down
+        deployment is skipped without an error; a fallback with its own ``requests_per_minute`` is refused.
     :param allow_unguarded_fallbacks: let a Bedrock model (always guarded) fall back to a model without its
         guardrail (default False: such a fallback is refused, since it would answer the call unguarded).
     :param requests_per_minute: model name -> the most calls it accepts per UTC minute, counted across every
@@ -324,21 +326,23 @@ FAILOVER_RETRY_POLICY = {
     "NotFoundErrorRetries": 0,
     "DefaultRetries": 0,
 }
-# Errors that cool a deployment with a fallback down (AllowedFailsPolicy, types/router.py:742-759): more than
-# allowed_fails of one class within cooldown_time and the router skips it for cooldown_time, straight to the
-# fallback (router_utils/cooldown_handlers.py:141-189). An explicit per-deployment policy lifts 1.104.0's
-# exemption of single-deployment groups from cooldowns (cooldown_handlers.py:155-164, 192-215). A refused
+# Errors that cool a deployment of a model with fallbacks down (AllowedFailsPolicy, types/router.py:742-759): more
+# than allowed_fails of one class within cooldown_time and the router skips it for cooldown_time, straight to the
+# next deployment of the group (router_utils/cooldown_handlers.py:141-189). A refused
 # connection counts: the aiohttp transport reports it as InternalServerError ("Cannot connect to host",
 # tools/gateway/failover.py shows it); only an error that reaches the router as APIConnectionError never cools
 # a deployment down (cooldown_handlers.py:235-240).
 COOLDOWN_ERROR_CLASSES = ("Timeout", "RateLimit", "InternalServer", "ServiceUnavailable", "BadGateway")
 
 
-def _deployment(model: ModelTarget, router: RouterOptions) -> dict[str, Any]:
-    entry: dict[str, Any] = {"model_name": model.name, "litellm_params": model.litellm_params()}
+def _deployment(model: ModelTarget, router: RouterOptions, group: str, order: int | None) -> dict[str, Any]:
+    """``model``'s deployment in the model group ``group`` (its own, or, as a fallback, another model's), tried
+    at ``order`` among the group's deployments."""
+    entry: dict[str, Any] = {"model_name": group, "litellm_params": model.litellm_params()}
     if model.name in router.requests_per_minute:
         entry["litellm_params"]["rpm"] = router.requests_per_minute[model.name]
-    if model.name in router.fallbacks:
+    if order is not None:
+        entry["litellm_params"]["order"] = order
         entry["model_info"] = {
             "allowed_fails_policy": {
                 f"{error}ErrorAllowedFails": router.allowed_fails for error in COOLDOWN_ERROR_CLASSES
@@ -346,6 +350,26 @@ def _deployment(model: ModelTarget, router: RouterOptions) -> dict[str, Any]:
             "cooldown_time": router.cooldown_seconds,
         }
     return entry
+
+
+def _model_list(models: Sequence[ModelTarget], router: RouterOptions) -> list[dict[str, Any]]:
+    """One deployment per model in its own group; a model with fallbacks gets each of them as one more
+    deployment of its group, in order after it (``litellm_params.order``).
+
+    LiteLLM 1.104.0 drops cooled-down deployments before it keeps the lowest order among the rest
+    (router.py:12864-12882, then :12925-12929, utils.py:5179-5195): once the primary cools down, its calls go
+    straight to the next order with no error raised. Before that, a failed call moves on to the next order
+    level in the same request (router.py:7214-7267, order-based fallbacks), as cross-group fallbacks did."""
+    by_name = {m.name: m for m in models}
+    entries = []
+    for model in models:
+        targets = router.fallbacks.get(model.name, [])
+        entries.append(_deployment(model, router, model.name, 1 if targets else None))
+        entries += [
+            _deployment(by_name[target], router, model.name, order)
+            for order, target in enumerate(targets, start=2)
+        ]
+    return entries
 
 
 def render_config(
@@ -383,6 +407,16 @@ def render_config(
                 list(targets),
                 f"guarded Bedrock models only (not {unguarded}), unless router.allow_unguarded_fallbacks=True",
             )
+    for source, targets in router.fallbacks.items():
+        limited = sorted(set(targets) & set(router.requests_per_minute))
+        if limited:
+            raise args.error(
+                f"router.fallbacks.{source}",
+                list(targets),
+                f"fallbacks without their own requests_per_minute (not {limited}): a fallback answers as one "
+                "more deployment of this model, and LiteLLM counts a limit per deployment, so its calls "
+                "would not count against that model's limit",
+            )
     if not set(router.requests_per_minute) <= set(names):
         raise args.error(
             "router.requests_per_minute", dict(router.requests_per_minute), f"model names among {names}"
@@ -395,13 +429,9 @@ def render_config(
         "allowed_fails": router.allowed_fails,
         "cooldown_time": router.cooldown_seconds,
     }
-    if router.fallbacks:
-        router_settings["fallbacks"] = [
-            {source: list(targets)} for source, targets in router.fallbacks.items()
-        ]
-        # A model with a fallback fails over at once instead of retrying itself: 1.104.0 sleeps an exponential
-        # back-off between retries of a single-deployment group (router.py:7924-7948, before each retry at
-        # :7689 and :7758), seconds per request while its backend is dead.
+    # A model with a fallback fails over at once instead of retrying itself: 1.104.0 sleeps an exponential
+    # back-off between retries (router.py:7924-7948, before each retry at :7689 and :7758), seconds per request
+    # while its backend is dead.
     retry_policies = {
         name: FAILOVER_RETRY_POLICY if name in router.fallbacks else NO_RATE_LIMIT_RETRIES
         for name in [*router.fallbacks, *router.requests_per_minute]
@@ -443,7 +473,7 @@ def render_config(
         # otel callback is on (proxy/litellm_pre_call_utils.py, _add_otel_traceparent_to_data).
         litellm_settings["forward_traceparent_to_llm_provider"] = True
     return {
-        "model_list": [_deployment(m, router) for m in checked],
+        "model_list": _model_list(checked, router),
         "router_settings": router_settings,
         "litellm_settings": litellm_settings,
         "general_settings": general_settings,
@@ -474,8 +504,15 @@ def referenced_environment(config: Mapping[str, Any]) -> set[str]:
     return set(walk(config))
 
 
-def proxy_environment(config_text: str) -> dict[str, str]:
+def proxy_environment(config_text: str, *, request_logging: bool = False) -> dict[str, str]:
     """The container's plain environment for any deployment: the configuration and how the proxy behaves.
+
+    The log level is WARNING unless ``request_logging``: at INFO, uvicorn's access logger writes one line per
+    request, formatted as JSON with ``json_logs`` (LiteLLM 1.104.0 ``proxy/proxy_cli.py:309-311`` hands uvicorn
+    ``_logging.py:_get_uvicorn_json_log_config``, whose loggers take the level of ``LITELLM_LOG``,
+    ``_logging.py:656`` and ``:1011``), which costs every request its formatting (docs/gateway.md, "Proxy
+    overhead"). The per-request audit is the spend log in PostgreSQL (key, team, model, tokens, cost), not these
+    lines; warnings and errors are still logged.
 
     Secrets and connection details (database, Redis) come on top, from the construct."""
     return {
@@ -483,7 +520,7 @@ def proxy_environment(config_text: str) -> dict[str, str]:
         # The cost map ships in the image: no fetch from GitHub at start (1.104.0-1.104.6 exit when it fails).
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "LITELLM_MODE": "PRODUCTION",
-        "LITELLM_LOG": "INFO",
+        "LITELLM_LOG": "INFO" if request_logging else "WARNING",
         "DISABLE_ADMIN_UI": "True",
         "NO_DOCS": "True",
         "NO_REDOC": "True",

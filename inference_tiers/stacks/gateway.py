@@ -177,6 +177,11 @@ class GatewaySettings:
     cpu: int = setting(integer(1024, 16384), "Task vCPU units (1024, 2048, 4096, 8192 or 16384).")
     memory_mib: int = setting(integer(2048, 122880), "Task memory (MiB).")
     workers: int = setting(integer(1, 32), "Proxy worker processes per task.")
+    request_logging: bool = setting(
+        boolean(),
+        "Log one JSON line per request (LiteLLM's INFO level), for debugging; costs every request its "
+        "formatting. Off: warnings and errors only, the spend log is the per-request audit.",
+    )
     error_rate_alarm_percent: float = setting(number(0.01, 100), "Alarm above this 5xx share (%).")
     latency_p99_alarm_ms: int = setting(integer(1, 3_600_000), "Alarm above this p99 response time (ms).")
     database_connections_alarm: int = setting(integer(1, 100_000), "Alarm above this many DB connections.")
@@ -241,6 +246,14 @@ class GatewaySettings:
                     f"no model without the tier-1 guardrail (not {unguarded}) as a fallback of the guarded "
                     "Bedrock model, unless gateway.allow_unguarded_fallbacks=true",
                 )
+            limited = sorted(set(targets) & set(self.requests_per_minute))
+            if limited:
+                raise ConfigError(
+                    f"gateway.fallbacks.{source}",
+                    list(targets),
+                    f"fallbacks without a gateway.requests_per_minute limit (not {limited}): a fallback answers "
+                    "as one more deployment of this model, and LiteLLM counts a limit per deployment",
+                )
 
     def account_requirements(self) -> AccountRequirements:
         profile = CrossRegionProfile(self.bedrock_model_id, Geography(self.bedrock_inference_profile))
@@ -296,6 +309,7 @@ class GatewayStack(Stack):
             cpu=settings.cpu,
             memory_mib=settings.memory_mib,
             workers=settings.workers,
+            request_logging=settings.request_logging,
             encryption_key=key,
         )
         self._acknowledge_inference_checks(settings)

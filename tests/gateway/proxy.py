@@ -108,11 +108,16 @@ class RunningProxy:
 
 @contextlib.contextmanager
 def run_proxy(
-    config_text: str, folder: Path, *, extra_env: Mapping[str, str] = {}, **command: Any
+    config_text: str,
+    folder: Path,
+    *,
+    extra_env: Mapping[str, str] = {},
+    request_logging: bool = False,
+    **command: Any,
 ) -> Iterator[RunningProxy]:
     """Start the proxy exactly as the container does (same shell command, with ``command``'s other
-    ``proxy_command`` options, same environment) on a free port, wait until it answers /health/liveliness,
-    stop it (and its workers) afterwards."""
+    ``proxy_command`` options, same environment, with ``request_logging`` as the construct's) on a free port,
+    wait until it answers /health/liveliness, stop it (and its workers) afterwards."""
     bin_dir = litellm_bin()
     port = free_port()
     command = {"workers": 1, **command}
@@ -121,7 +126,7 @@ def run_proxy(
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(folder),
         "TMPDIR": str(folder),
-        **proxy_environment(config_text),
+        **proxy_environment(config_text, request_logging=request_logging),
         "LITELLM_MASTER_KEY": MASTER_SECRET,
         "LITELLM_SALT_KEY": "test-salt-key",
         # The boto3 chain of an ECS task role, with dummy credentials: the stubs do not check signatures.

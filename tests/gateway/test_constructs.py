@@ -27,6 +27,8 @@ from inference_tiers.constructs.gateway import (
 )
 from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB
 from inference_tiers.litellm.config import (
+    COOLDOWN_ERROR_CLASSES,
+    FAILOVER_RETRY_POLICY,
     BedrockModel,
     GuardrailConfig,
     OpenAICompatibleModel,
@@ -156,6 +158,14 @@ PURE_MISUSE = [
     ),
     (
         "render_config",
+        "router.fallbacks.m",
+        lambda: render_config(
+            [OpenAICompatibleModel("m", URL, "x"), OpenAICompatibleModel("n", URL, "y")],
+            router=RouterOptions(fallbacks={"m": ["n"]}, requests_per_minute={"n": 60}),
+        ),
+    ),
+    (
+        "render_config",
         "router.fallbacks.nova",
         lambda: render_config(
             [BedrockModel("nova", "us.a.b", CONFIG, "us-east-1"), OpenAICompatibleModel("m", URL, "x")],
@@ -241,6 +251,7 @@ GATEWAY_MISUSE: list[tuple[str, dict[str, Any]]] = [
     ("memory_mib", {"cpu": 4096, "memory_mib": 9000}),
     ("memory_mib", {"cpu": 8192, "memory_mib": 18432}),
     ("workers", {"cpu": 1024, "memory_mib": 2048, "workers": 8}),
+    ("request_logging", {"request_logging": "on"}),
     ("router", {"router": {"num_retries": 1}}),
     ("encryption_key", {"encryption_key": "alias/gateway"}),
     ("upstream_api_key", {"upstream_api_key": "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"}),
@@ -432,10 +443,44 @@ def test_a_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> N
     with pytest.raises(ArgumentError, match=r"guarded Bedrock models only \(not \['m'\]\)"):
         render_config(models, router=RouterOptions(fallbacks={"nova": ["m"]}))
     allowed = RouterOptions(fallbacks={"nova": ["m"]}, allow_unguarded_fallbacks=True)
-    assert render_config(models, router=allowed)["router_settings"]["fallbacks"] == [{"nova": ["m"]}]
-    # the other way round keeps the guardrail: an unguarded model may fall back to a guarded one
+    assert group(render_config(models, router=allowed), "nova") == [
+        {**models[0].litellm_params(), "order": 1},
+        {**models[1].litellm_params(), "order": 2},
+    ]
+    # the other way round keeps the guardrail: an unguarded model may fall back to a guarded one, whose
+    # deployment in the unguarded model's group carries its guardrailConfig
     back = render_config(models, router=RouterOptions(fallbacks={"m": ["nova"]}))
-    assert back["router_settings"]["fallbacks"] == [{"m": ["nova"]}]
+    assert group(back, "m") == [
+        {**models[1].litellm_params(), "order": 1},
+        {**models[0].litellm_params(), "order": 2},
+    ]
+    assert group(back, "m")[1]["guardrailConfig"] == models[0].litellm_params()["guardrailConfig"]
+
+
+def group(config: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The litellm_params of the deployments of model group ``name``, in the order they are tried."""
+    found = [d for d in config["model_list"] if d["model_name"] == name]
+    return [d["litellm_params"] for d in sorted(found, key=lambda d: d["litellm_params"].get("order", 0))]
+
+
+def test_fallbacks_are_ordered_deployments_of_the_models_group_each_cooling_down() -> None:
+    models = [OpenAICompatibleModel(n, URL, n) for n in ("a", "b", "c")]
+    router = RouterOptions(fallbacks={"a": ["c", "b"]}, allowed_fails=4, cooldown_seconds=45)
+    config = render_config(models, router=router)
+    assert [p["model"] for p in group(config, "a")] == [
+        models[i].litellm_params()["model"] for i in (0, 2, 1)
+    ]
+    assert [p["order"] for p in group(config, "a")] == [1, 2, 3]
+    assert "fallbacks" not in config["router_settings"]  # no cross-group fallback: the group holds them
+    assert group(config, "b") == [models[1].litellm_params()] and group(config, "c") == [
+        models[2].litellm_params()
+    ]
+    for deployment in (d for d in config["model_list"] if d["model_name"] == "a"):
+        assert deployment["model_info"] == {
+            "allowed_fails_policy": {f"{e}ErrorAllowedFails": 4 for e in COOLDOWN_ERROR_CLASSES},
+            "cooldown_time": 45,
+        }
+    assert config["router_settings"]["model_group_retry_policy"] == {"a": FAILOVER_RETRY_POLICY}
 
 
 def _guardrail_and_gateway_stacks(outdir: Path, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:

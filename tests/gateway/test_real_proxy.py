@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from inference_tiers.litellm.config import BedrockModel
+from inference_tiers.litellm.config import (
+    BedrockModel,
+    OpenAICompatibleModel,
+    ProxyFeatures,
+    render_config,
+    render_text,
+)
 from tests.gateway.conftest import GUARDRAIL, PROFILE_ARN, UPSTREAM_KEY, Gateway
-from tests.gateway.proxy import MASTER_KEY, http
-from tests.gateway.stubs import REPLY
+from tests.gateway.proxy import MASTER_KEY, RunningProxy, http, run_proxy
+from tests.gateway.stubs import REPLY, StubBackend
 
 
 def chat(gateway: Gateway, model: str, *, key: str | None = MASTER_KEY, **extra: Any) -> tuple[int, Any]:
@@ -108,3 +116,30 @@ def test_a_failing_model_falls_back_to_the_next(gateway: Gateway) -> None:
     assert gateway.stub.received(
         lambda r: r.path == "/v1/chat/completions" and r.body["model"].startswith("meta")
     )
+
+
+def _request_lines(proxy: RunningProxy) -> list[str]:
+    """The proxy's log lines about a chat-completions request (uvicorn's access lines, JSON with json_logs)."""
+    return [line for line in proxy.log.read_text().splitlines() if "/v1/chat/completions" in line]
+
+
+def test_the_default_log_level_writes_no_line_per_request(gateway: Gateway) -> None:
+    before = len(_request_lines(gateway.proxy))
+    for _ in range(3):
+        assert chat(gateway, "llama-eks")[0] == 200
+    assert len(_request_lines(gateway.proxy)) == before
+
+
+def test_request_logging_writes_one_json_line_per_request(tmp_path: Path) -> None:
+    with StubBackend() as stub:
+        config = render_config(
+            [OpenAICompatibleModel(name="llama-eks", base_url=f"{stub.url}/v1", served_model="llama")],
+            features=ProxyFeatures(database=False, redis=False),
+        )
+        with run_proxy(render_text(config), tmp_path, request_logging=True) as proxy:
+            body = {"model": "llama-eks", "messages": [{"role": "user", "content": "hello"}]}
+            for _ in range(3):
+                assert http("POST", f"{proxy.url}/v1/chat/completions", key=MASTER_KEY, body=body)[0] == 200
+            lines = _request_lines(proxy)
+    assert len(lines) == 3, lines
+    assert all(json.loads(line)["level"] == "INFO" for line in lines), lines

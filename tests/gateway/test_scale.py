@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,19 @@ def rendered_policies(configs: list[dict[str, Any]]) -> dict[str, list[dict[str,
     }
 
 
+def answered_by(proxy: RunningProxy, model: str) -> tuple[int, dict[str, str]]:
+    """One call's status and the proxy's response headers (which deployment answered, fallbacks attempted)."""
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "ping"}]}).encode()
+    request = urllib.request.Request(
+        f"{proxy.url}/v1/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {MASTER_KEY}"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        response.read()
+        return response.status, {k.lower(): v for k, v in response.headers.items()}
+
+
 def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) -> None:
     """Every router_settings key is a Router.__init__ argument (the proxy ignores others with a warning,
     proxy/proxy_server.py:6725-6745); every rendered retry and allowed-fails policy validates against the pinned
@@ -175,11 +189,15 @@ def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answe
             assert chat(proxy, "primary")[0] == 200
         assert down() == ALLOWED_FAILS + 1
         # Past allowed_fails the deployment cools down for its own cooldown_time, longer than the router-wide
-        # one: the backend gets nothing, every call is answered.
+        # one: the backend gets nothing, every call is answered by the fallback's deployment in the same group,
+        # picked at once (no error raised, so no fallback attempted: LiteLLM 1.104.0 reports one in
+        # x-litellm-attempted-fallbacks, proxy/common_request_processing.py:1330).
         time.sleep(ROUTER_WIDE_COOLDOWN_SECONDS + 1)
         for _ in range(5):
-            status, reply = chat(proxy, "primary")
-            assert status == 200, reply
+            status, headers = answered_by(proxy, "primary")
+            assert status == 200
+            assert headers["x-litellm-model-api-base"] == models(stub)[1].base_url
+            assert int(headers.get("x-litellm-attempted-fallbacks") or 0) == 0, headers
         assert down() == ALLOWED_FAILS + 1, "a cooled-down backend must get no request"
 
 

@@ -181,7 +181,7 @@ def config(stub: StubBackend) -> dict[str, Any]:
     # Budgets on keys and teams need the database, which cannot start here (docs/gateway.md); a deployment
     # budget (LiteLLM 1.104.0 router_strategy/budget_limiter.py, spend synced through Redis every second) is the
     # database-free budget that the same Redis settings must share.
-    budgeted = rendered["model_list"][2]["litellm_params"]
+    (budgeted,) = [d["litellm_params"] for d in rendered["model_list"] if d["model_name"] == "budgeted"]
     budgeted.update(
         {
             "max_budget": BUDGET,

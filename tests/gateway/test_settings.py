@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 
 from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError
@@ -48,6 +49,7 @@ CERT = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-1
         ("gateway.max_count", "1", "an integer from 2 to 100"),
         ("gateway.request_timeout_seconds", "0", "an integer from 5 to 3600"),
         ("gateway.alarm_email", "nobody", "an email address"),
+        ("gateway.request_logging", "verbose", "true or false"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
@@ -141,3 +143,29 @@ def test_a_rate_limit_reaches_the_rendered_model_and_none_keeps_simple_shuffle()
     assert "rpm" not in default["model_list"][0]["litellm_params"]
     assert default["router_settings"]["routing_strategy"] == "simple-shuffle"
     assert "model_group_retry_policy" not in default["router_settings"]
+
+
+def test_request_logging_sets_the_proxys_log_level_to_info_and_is_off_by_default() -> None:
+    def log_level(**context: Any) -> str:
+        _, stacks = make_app(tier="gateway", **{"gateway.allow_http": "true", **context})
+        (stack,) = stacks
+        assert isinstance(stack, GatewayStack)
+        (definition,) = Template.from_stack(stack).find_resources("AWS::ECS::TaskDefinition").values()
+        (entry,) = definition["Properties"]["ContainerDefinitions"]
+        return str({e["Name"]: e["Value"] for e in entry["Environment"]}["LITELLM_LOG"])
+
+    assert log_level() == "WARNING"
+    assert log_level(**{"gateway.request_logging": "true"}) == "INFO"
+
+
+def test_a_fallback_with_its_own_rate_limit_is_refused() -> None:
+    context = {
+        "gateway.openai_models": '{"llama": {"base_url": "http://10.1.0.5:30000/v1", "served_model": "m"}}',
+        "gateway.fallbacks": '{"llama": ["nova-lite"]}',
+        "gateway.requests_per_minute": '{"nova-lite": 60}',
+    }
+    with pytest.raises(
+        ConfigError, match=r"'gateway.fallbacks.llama'.*not \['nova-lite'\].*counts a limit per deployment"
+    ):
+        gateway_settings(**context)
+    assert gateway_settings(**{**context, "gateway.requests_per_minute": '{"llama": 60}'}).fallbacks

@@ -357,4 +357,6 @@ def test_context_settings_replace_the_stack_parameters() -> None:
     config = rendered_config(template)
     assert config["model_list"][0]["litellm_params"]["guardrailConfig"]["guardrailVersion"] == "4"
     assert config["model_list"][1]["litellm_params"]["api_base"] == "http://10.1.0.10:30000/v1"
-    assert config["router_settings"]["fallbacks"] == [{"llama-pd": ["nova-lite"]}]
+    fallback = [d for d in config["model_list"] if d["model_name"] == "llama-pd"]
+    assert [d["litellm_params"]["order"] for d in fallback] == [1, 2]
+    assert fallback[1]["litellm_params"] == {**config["model_list"][0]["litellm_params"], "order": 2}

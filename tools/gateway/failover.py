@@ -77,8 +77,14 @@ def backend(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit(f"the backend on port {port} did not start")
 
 
-def call(base_url: str, model: str, hang_seconds: float, killed: threading.Event) -> Outcome:
-    """One request on its own connection (as from many independent clients)."""
+def call(
+    base_url: str, model: str, fallback_base: str, hang_seconds: float, killed: threading.Event
+) -> Outcome:
+    """One request on its own connection (as from many independent clients). An answer to ``primary`` came
+    from the fallback when the proxy's ``x-litellm-model-api-base`` header (LiteLLM 1.104.0
+    proxy/common_request_processing.py:1761-1766: the deployment that answered) is ``fallback_base``: the body's
+    ``model`` names the backend's model after an error but the requested group once the primary has cooled
+    down."""
     url = urlparse(base_url)
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "ping"}]}).encode()
     headers = {
@@ -92,7 +98,7 @@ def call(base_url: str, model: str, hang_seconds: float, killed: threading.Event
     try:
         connection.request("POST", "/v1/chat/completions", body=body, headers=headers)
         response = connection.getresponse()
-        payload = response.read()
+        response.read()
     except TimeoutError:
         kind = "hung"
     except OSError:
@@ -102,7 +108,7 @@ def call(base_url: str, model: str, hang_seconds: float, killed: threading.Event
             kind = "refused"
         elif response.status != 200:
             kind = "lost"
-        elif model == "primary" and json.loads(payload)["model"].endswith(SERVED["fallback"]):
+        elif model == "primary" and response.getheader("x-litellm-model-api-base") == fallback_base:
             kind = "fallback"
         else:
             kind = "answered"
@@ -114,6 +120,7 @@ def call(base_url: str, model: str, hang_seconds: float, killed: threading.Event
 def burst(
     base_url: str,
     model: str,
+    fallback_base: str,
     requests: int,
     clients: int,
     hang_seconds: float,
@@ -130,7 +137,7 @@ def burst(
                 os.kill(kill.pid, signal.SIGKILL)
                 kill.wait()
                 killed.set()
-        return call(base_url, model, hang_seconds, killed)
+        return call(base_url, model, fallback_base, hang_seconds, killed)
 
     with ThreadPoolExecutor(clients) as pool:
         return list(pool.map(one, range(requests)))
@@ -169,10 +176,11 @@ def main() -> None:
             tempfile.TemporaryDirectory() as folder,
             run_proxy(render_text(config), Path(folder), extra_env={"UPSTREAM_KEY": UPSTREAM_KEY}) as proxy,
         ):
+            fallback_base = models[1].base_url
             args = (options.clients, options.hang_seconds)
-            burst(proxy.url, "fallback", 64, *args, None)  # warm-up: connections, imports, first calls
-            own = burst(proxy.url, "fallback", options.requests, *args, None)
-            run = burst(proxy.url, "primary", options.requests, *args, processes["primary"])
+            burst(proxy.url, "fallback", fallback_base, 64, *args, None)  # warm-up: connections, first calls
+            own = burst(proxy.url, "fallback", fallback_base, options.requests, *args, None)
+            run = burst(proxy.url, "primary", fallback_base, options.requests, *args, processes["primary"])
     finally:
         for process in processes.values():
             if process.poll() is None:

@@ -118,7 +118,10 @@ class LiteLLMGateway(Construct):
     :param upstream_api_key: the API key sent to OpenAI-compatible targets. Default: a placeholder (for
         servers without ``--api-key``).
     :param encryption_key: encrypts logs, secrets, database and cache. Default: a new retained key.
-    :param log_retention: retention of the request log group (default one year).
+    :param log_retention: retention of the proxy's log group (default one year).
+    :param request_logging: log one JSON line per request (LiteLLM's INFO level), for debugging; it costs
+        every request its formatting (docs/gateway.md, "Proxy overhead"). Default False: the proxy logs warnings
+        and errors, and the per-request audit is the spend log in PostgreSQL.
     :param database_capacity: (min, max) Aurora capacity units (default (0.5, 8)).
     :param cache_node_type: Valkey node type (default ``cache.t4g.small``).
 
@@ -128,7 +131,7 @@ class LiteLLMGateway(Construct):
     - ``models``, ``router``: the checked arguments; ``config`` and ``config_text``: the rendered LiteLLM
       configuration (dict and YAML the container gets).
     - ``encryption_key``, ``database`` (:class:`GatewayDatabase`), ``cache`` (:class:`GatewayCache`),
-      ``master_key_secret``, ``salt_key_secret``, ``log_group`` (the request log).
+      ``master_key_secret``, ``salt_key_secret``, ``log_group`` (the proxy's log).
     - ``cluster``, ``task_role``, ``task_definition``, ``container``, ``security_group``, ``service``: the ECS
       Fargate service and its parts; ``load_balancer`` and ``target_group``; ``migration``: the database
       migration the service waits for.
@@ -157,6 +160,7 @@ class LiteLLMGateway(Construct):
         upstream_api_key: secretsmanager.ISecret | None = None,
         encryption_key: kms.IKey | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        request_logging: bool = False,
         database_capacity: tuple[float, float] = (0.5, 8),
         cache_node_type: str = "cache.t4g.small",
     ) -> None:
@@ -231,6 +235,7 @@ class LiteLLMGateway(Construct):
         if encryption_key is not None:
             args.implements("encryption_key", encryption_key, kms.IKey)
         args.instance("log_retention", log_retention, logs.RetentionDays)
+        self._request_logging = args.boolean("request_logging", request_logging)
         capacity = args.sequence(
             "database_capacity",
             list(database_capacity) if isinstance(database_capacity, tuple) else database_capacity,
@@ -288,7 +293,7 @@ class LiteLLMGateway(Construct):
         """The LiteLLM salt key, retained: it encrypts the credentials stored in the database, so never
         change it."""
 
-        # --- audit log: every request the proxy serves, KMS-encrypted and retained ------------------------------
+        # --- the proxy's log: warnings and errors (every request with request_logging), KMS-encrypted, retained --
         allow_log_encryption(self.encryption_key, self, "*")
         self.log_group = logs.LogGroup(
             self,
@@ -297,7 +302,7 @@ class LiteLLMGateway(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        """The request log (the proxy containers' output, stream prefix ``proxy``): encrypted with
+        """The proxy's log (the containers' output, stream prefix ``proxy``): encrypted with
         :attr:`encryption_key`, kept for ``log_retention`` and retained when the stack is deleted."""
 
         # --- compute ---------------------------------------------------------------------------------------------
@@ -456,7 +461,7 @@ class LiteLLMGateway(Construct):
         self, image: str, workers: int, upstream_api_key: secretsmanager.ISecret | None
     ) -> ecs.ContainerDefinition:
         environment = {
-            **litellm.proxy_environment(self.config_text),
+            **litellm.proxy_environment(self.config_text, request_logging=self._request_logging),
             "DISABLE_SCHEMA_UPDATE": "true",
             "USE_V2_MIGRATION_RESOLVER": "true",
             "DATABASE_HOST": self.database.host,
@@ -556,18 +561,18 @@ class LiteLLMGateway(Construct):
             idle_timeout=Duration.seconds(min(4000, self.router.request_timeout_seconds + 60)),
         )
         # Access logs need the Region's ELB account at synth time, which an environment-agnostic stack lacks;
-        # every request is logged by the proxy itself (request log group) and its spend log.
+        # every request is recorded in the proxy's spend log.
         acknowledge(
             load_balancer,
             "AwsSolutions-ELB2",
             "Environment-agnostic stack: ELB access logging needs the Region's ELB account at synth time; the "
-            "proxy logs every request to its KMS-encrypted request log group and to the spend log in Postgres",
+            "proxy records every request (key, team, model, tokens, cost) in its spend log in Postgres",
         )
         skip_check(
             load_balancer,
             "CKV_AWS_91",
             "Environment-agnostic stack (no Region at synth time for the ELB log-delivery account); requests "
-            "are logged by the proxy to its KMS-encrypted log group",
+            "are recorded by the proxy in its spend log in Postgres",
         )
         target_group = elbv2.ApplicationTargetGroup(
             self,
