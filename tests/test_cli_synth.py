@@ -9,8 +9,10 @@ module's temp folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -41,14 +43,26 @@ def documented_combinations() -> list[str]:
 SELECTIONS = [*TIERS, *documented_combinations()]
 
 
-def _synth(selection: str, outdir: Path) -> subprocess.CompletedProcess[str]:
-    # PATH: cdk.json's `python3 app.py` is this venv's python. CDK_VALIDATION unset: aws-cdk-lib validates.
+def _synth(selection: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """``selection``'s synth into ``root/selection``. PATH: cdk.json's `python3 app.py` is this venv's python;
+    CDK_VALIDATION unset: aws-cdk-lib validates. The CLI turns on Node's compile cache, by default in
+    $TMPDIR/node-compile-cache: it goes to ``root`` instead."""
     env = {k: v for k, v in os.environ.items() if k != "CDK_VALIDATION"}
     env |= {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "NODE_COMPILE_CACHE": str(root / "node-compile-cache"),
     }
-    command = ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--output", str(outdir)]
+    command = [
+        "npx",
+        "--no-install",
+        "cdk",
+        "synth",
+        "--quiet",
+        "--no-notices",
+        "--output",
+        str(root / selection),
+    ]
     return subprocess.run(
         [*command, "-c", f"{TIER_KEY}={selection}"],
         cwd=PROJECT_ROOT,
@@ -75,7 +89,7 @@ def synths(
     temp = Path(os.environ["TMPDIR"])
     before = set(temp.iterdir()), _untracked()
     with ThreadPoolExecutor(PARALLEL_SYNTHS) as pool:
-        results = dict(zip(wanted, pool.map(lambda s: _synth(s, root / s), wanted), strict=True))
+        results = dict(zip(wanted, pool.map(lambda s: _synth(s, root), wanted), strict=True))
     yield results
     assert (set(temp.iterdir()), _untracked()) == before, "a CLI synth left files outside its --output folder"
 
@@ -97,6 +111,19 @@ def test_cli_synth_passes_validation_and_both_nag_packs(
     result = synths[selection]
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
     assert result.returncode == 0 and not errors, f"cdk synth -c tier={selection}:\n{result.stderr[-6000:]}"
+    # the app's jsii kernel ran on a maintained Node (jsii prints this banner on an end-of-life one)
+    assert "end-of-life" not in result.stderr
+
+
+def test_the_jsii_kernel_and_the_cli_start_the_pinned_node_lts() -> None:
+    """jsii's kernel starts ``JSII_NODE`` or else ``node`` from PATH (jsii 1.142.0, python runtime
+    _kernel/providers/process.py, ``environ.get("JSII_NODE", "node")``), as npx and the CDK CLI (``#!/usr/bin/env
+    node``) do: conftest.py puts the ``node`` package.json pins first on PATH."""
+    pinned = json.loads((PROJECT_ROOT / "package.json").read_text())["devDependencies"]["node"]
+    node = shutil.which(os.environ.get("JSII_NODE", "node"))
+    assert node is not None and Path(node).parent == PROJECT_ROOT / "node_modules" / ".bin", node
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.strip() == f"v{pinned}"
 
 
 def test_every_selection_the_docs_name_is_synthesized_and_valid() -> None:
