@@ -45,13 +45,15 @@ SELECTIONS = [*TIERS, *documented_combinations()]
 
 def _synth(selection: str, root: Path) -> subprocess.CompletedProcess[str]:
     """``selection``'s synth into ``root/selection``. PATH: cdk.json's `python3 app.py` is this venv's python;
-    CDK_VALIDATION unset: aws-cdk-lib validates. The CLI turns on Node's compile cache, by default in
+    CDK_VALIDATION unset: aws-cdk-lib validates. TMPDIR: ``root/tmp``, which must stay empty (the jsii kernel's
+    folders are removed when it exits). The CLI turns on Node's compile cache, by default in
     $TMPDIR/node-compile-cache: it goes to ``root`` instead."""
     env = {k: v for k, v in os.environ.items() if k != "CDK_VALIDATION"}
     env |= {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
         "NODE_COMPILE_CACHE": str(root / "node-compile-cache"),
+        "TMPDIR": str(root / "tmp"),
     }
     command = [
         "npx",
@@ -79,24 +81,26 @@ def synths(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
     """The CLI synth of every selection this session runs (all of them, or those ``-k`` keeps), once for the
-    module; checks that none wrote anything outside its output folder (TMPDIR, the checkout)."""
+    module; checks that none left anything outside its output folder (in its TMPDIR, or new files in the
+    checkout; other test workers share the session's TMPDIR and write __pycache__, so those are not compared)."""
     wanted = [
         item.callspec.params["selection"]
         for item in request.session.items
         if item.module is sys.modules[__name__] and hasattr(item, "callspec")
     ]
     root = tmp_path_factory.mktemp("cli-synth")
-    temp = Path(os.environ["TMPDIR"])
-    before = set(temp.iterdir()), _untracked()
+    (root / "tmp").mkdir()
+    before = _untracked()
     with ThreadPoolExecutor(PARALLEL_SYNTHS) as pool:
         results = dict(zip(wanted, pool.map(lambda s: _synth(s, root), wanted), strict=True))
     yield results
-    assert (set(temp.iterdir()), _untracked()) == before, "a CLI synth left files outside its --output folder"
+    assert not list((root / "tmp").iterdir()), "a CLI synth left files in its TMPDIR"
+    assert _untracked() == before, "a CLI synth left files in the checkout"
 
 
 def _untracked() -> str:
     return subprocess.run(
-        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        ["git", "status", "--porcelain", "--untracked-files=all"],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
