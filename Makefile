@@ -12,11 +12,13 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Node 20 still runs jsii; silence its end-of-life banner. No telemetry or notices on an offline machine.
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# No telemetry or notices on an offline machine.
 export CDK_DISABLE_CLI_TELEMETRY := true
+# npm ci runs on the machine's own Node; everything after it on the Node LTS package.json pins (npm's `node`
+# package puts its binary in node_modules/.bin): npx, the CDK CLI and the jsii kernel all start `node` from PATH.
+HOST_PATH := $(PATH)
 # cdk.json runs `python3 app.py`: make that the venv's python.
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 CDK := npx --no-install cdk
 CDK_ARGS ?=
 
@@ -38,7 +40,7 @@ $(VENV)/.installed: $(VENV)/.installed-app
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --silent
+	PATH="$(HOST_PATH)" npm ci --no-audit --no-fund --silent
 	touch $@
 
 bootstrap: $(VENV)/.installed node_modules/.installed

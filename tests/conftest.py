@@ -2,7 +2,7 @@
 
 The environment is set before anything imports aws_cdk: the jsii kernel inherits it when it starts, and
 CDK_VALIDATION=false skips aws-cdk-lib's built-in CloudFormation validation plugin (5-13 s per process; the
-tests run cfn-lint instead).
+tests run cfn-lint instead, and tests/test_cli_synth.py synthesizes every tier with it on).
 """
 
 from __future__ import annotations
@@ -12,7 +12,11 @@ import shutil
 import tempfile
 
 os.environ.setdefault("CDK_VALIDATION", "false")
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The jsii kernel, npx and the CDK CLI start `node` from PATH: the Node LTS package.json pins, as in the Makefile
+# (pytest-xdist workers inherit the controller's PATH, which already starts with it).
+NODE_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "node_modules", ".bin")
+if not os.environ["PATH"].startswith(NODE_BIN + os.pathsep):
+    os.environ["PATH"] = NODE_BIN + os.pathsep + os.environ["PATH"]
 
 # One session folder holds every temporary file of the run: each cdk.App without an outdir makes a cdk.out*
 # folder (with a copy of the kubectl layer) in the temp dir, so the suite points TMPDIR (which the jsii kernel

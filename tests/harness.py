@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -99,6 +100,21 @@ def mask_asset_hashes(value: Any) -> Any:
     if isinstance(value, str):
         return _ASSET_HASH.sub("<ASSET_HASH>", value)
     return value
+
+
+def render_sub(value: dict[str, Any], resolve: Callable[[Any], str]) -> str:
+    """What CloudFormation makes of ``{"Fn::Sub": [body, variables]}`` at deploy time: ``${Name}`` becomes
+    ``resolve(variables[Name])`` and ``${!Text}`` the literal ``${Text}`` (CloudFormation Template Reference,
+    Fn::Sub: "To write a dollar sign and curly braces (${}) literally, add an exclamation point (!) after the open
+    curly brace, such as ${!Literal}. CloudFormation resolves this text as ${Literal}."). A ``${Name}`` missing
+    from the map raises KeyError."""
+    body, variables = value["Fn::Sub"]
+
+    def substitute(match: re.Match[str]) -> str:
+        literal, name = match.groups()
+        return f"${{{name}}}" if literal else resolve(variables[name])
+
+    return re.sub(r"\$\{(!?)([^}]*)\}", substitute, body)
 
 
 def cfn_lint_errors(template: dict[str, Any]) -> list[str]:

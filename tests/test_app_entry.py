@@ -89,7 +89,7 @@ def test_parsing_one_tier_imports_only_that_tier(tier: str, not_imported: list[s
     result = subprocess.run(
         [sys.executable, "-c", _IMPORTED_FOR_ONE_TIER, tier],
         cwd=PROJECT_ROOT,
-        env={**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"},
+        env=os.environ,
         capture_output=True,
         text=True,
         check=True,

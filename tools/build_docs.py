@@ -13,12 +13,9 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
-import os
 import sys
 import textwrap
 from pathlib import Path
-
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import pdoc  # noqa: E402
 import pdoc.doc  # noqa: E402

@@ -29,10 +29,12 @@ from inference_tiers.observability import collectors, rules
 from inference_tiers.validation import ArgumentError
 from tests.gateway.conftest import Gateway
 from tests.gateway.proxy import MASTER_KEY, MASTER_SECRET, http
-from tests.harness import build_tier
+from tests.harness import build_tier, render_sub
 from tests.observability.prometheus_server import Prometheus, running_prometheus
 
-REMOTE_WRITE = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write"
+REGION = "us-east-1"
+WORKSPACE_ENDPOINT = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/"
+REMOTE_WRITE = f"{WORKSPACE_ENDPOINT}api/v1/remote_write"
 SCRAPE_SECONDS = 10  # the shortest interval ecs_collector_config takes
 NO_KEY_JOB = "litellm-without-key"
 
@@ -51,16 +53,22 @@ def expand_env(value: Any, environment: dict[str, str]) -> Any:
     return value
 
 
-def collector_job(port: int, scrape_interval_seconds: int = 30) -> dict[str, Any]:
-    """The sidecar's scrape job as ObservabilityHub.add_ecs_collector renders it for the gateway."""
-    config = collectors.ecs_collector_config(
+def collector_config(port: int, scrape_interval_seconds: int = 30) -> dict[str, Any]:
+    """The sidecar's configuration as ObservabilityHub.add_ecs_collector renders it for the gateway."""
+    return collectors.ecs_collector_config(
         remote_write_url=REMOTE_WRITE,
-        region="us-east-1",
+        region=REGION,
         metrics_port=port,
         scrape_interval_seconds=scrape_interval_seconds,
         metrics_key_prefix=MASTER_KEY_PREFIX,
     )
-    (job,) = config["receivers"]["prometheus"]["config"]["scrape_configs"]
+
+
+def collector_job(port: int, scrape_interval_seconds: int = 30) -> dict[str, Any]:
+    """Its scrape job."""
+    (job,) = collector_config(port, scrape_interval_seconds)["receivers"]["prometheus"]["config"][
+        "scrape_configs"
+    ]
     return dict(job)
 
 
@@ -86,11 +94,21 @@ def test_the_gateway_sidecar_gets_that_job_and_the_master_key_as_an_ecs_secret()
     )
     assert sidecar["Secrets"] == [{"Name": collectors.METRICS_KEY_ENV, "ValueFrom": master}]
     content = next(e["Value"] for e in sidecar["Environment"] if e["Name"] == "AOT_CONFIG_CONTENT")
-    # deploy-time values (the workspace URL, the Region) become placeholders; the scrape job has none
-    text = "".join(p if isinstance(p, str) else "TOKEN" for p in content["Fn::Join"][1])
-    (job,) = yaml.safe_load(text)["receivers"]["prometheus"]["config"]["scrape_configs"]
-    assert job == collector_job(PORT)
+    # What the container receives once CloudFormation fills in the deploy-time values (the Region, the workspace's
+    # endpoint from the observability stack): exactly the rendered text, ${env:METRICS_KEY} included.
+    received = render_sub(content, deployed)
+    assert received == collectors.to_yaml(collector_config(PORT))
+    (job,) = yaml.safe_load(received)["receivers"]["prometheus"]["config"]["scrape_configs"]
     assert job["authorization"]["credentials"] == f"{MASTER_KEY_PREFIX}${{env:{collectors.METRICS_KEY_ENV}}}"
+
+
+def deployed(value: Any) -> str:
+    """A variable of the sidecar's configuration at deploy time: the Region, or the workspace's endpoint (exported
+    by the observability stack)."""
+    if value == {"Ref": "AWS::Region"}:
+        return REGION
+    assert "PrometheusEndpoint" in value["Fn::ImportValue"]
+    return WORKSPACE_ENDPOINT
 
 
 def chat(gateway: Gateway, model: str) -> int:

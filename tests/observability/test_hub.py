@@ -24,7 +24,7 @@ from inference_tiers.observability import collectors
 from inference_tiers.observability.scraper_rbac import SCRAPER_USER, scraper_rbac
 from inference_tiers.stacks.observability import ObservabilityStack
 from inference_tiers.validation import ArgumentError
-from tests.harness import DATA_DIR, cfn_lint_errors, nag_findings, tier_settings
+from tests.harness import DATA_DIR, cfn_lint_errors, nag_findings, render_sub, tier_settings
 
 CLUSTER = "arn:aws:eks:us-east-1:111122223333:cluster/inference"
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
@@ -89,12 +89,20 @@ def test_collector_sidecar_is_optional_read_only_and_configured_for_the_workspac
     assert sidecar["User"] == "10001"
     (env,) = sidecar["Environment"]
     assert env["Name"] == "AOT_CONFIG_CONTENT"
-    text = "".join(p if isinstance(p, str) else "<token>" for p in env["Value"]["Fn::Join"][1])
-    config = yaml.safe_load(text)
-    assert config["exporters"]["prometheusremotewrite"]["endpoint"] == "<token>api/v1/remote_write"
-    assert config["receivers"]["prometheus"]["config"]["scrape_configs"][0]["static_configs"] == [
-        {"targets": ["127.0.0.1:4000"]}
-    ]
+    endpoint = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/"
+
+    def deployed(value: Any) -> str:  # the Region, or the workspace's endpoint in this stack
+        if value == {"Ref": "AWS::Region"}:
+            return "us-east-1"
+        assert value["Fn::GetAtt"][1] == "PrometheusEndpoint"
+        return endpoint
+
+    # what the container receives once CloudFormation fills in the deploy-time values: exactly the rendered text
+    assert render_sub(env["Value"], deployed) == collectors.to_yaml(
+        collectors.ecs_collector_config(
+            remote_write_url=f"{endpoint}api/v1/remote_write", region="us-east-1", metrics_port=4000
+        )
+    )
 
 
 def test_task_role_may_write_only_to_this_workspace(template: dict[str, Any]) -> None:

@@ -14,9 +14,21 @@ routing to an encrypted SNS topic, the collectors that feed it, and optionally a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from aws_cdk import Annotations, ArnFormat, Aws, Fn, Names, Reference, RemovalPolicy, Stack, Tokenization
+from aws_cdk import (
+    Annotations,
+    ArnFormat,
+    Aws,
+    Fn,
+    Names,
+    Reference,
+    RemovalPolicy,
+    Stack,
+    Token,
+    Tokenization,
+)
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_eks_v2 as eks
@@ -343,7 +355,7 @@ class ObservabilityHub(Construct):
             memory_reservation_mib=256,
             readonly_root_filesystem=True,
             user="10001",
-            environment={"AOT_CONFIG_CONTENT": collectors.to_yaml(config)},
+            environment={"AOT_CONFIG_CONTENT": _sub_literally(collectors.to_yaml(config))},
             secrets={collectors.METRICS_KEY_ENV: metrics_key} if metrics_key is not None else None,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="otel-collector", log_group=log_group),
         )
@@ -449,6 +461,21 @@ class ObservabilityHub(Construct):
         )
         self.grafana_role = role
         return workspace
+
+
+def _sub_literally(text: str) -> str:
+    """``text`` as an ``Fn::Sub`` that CloudFormation turns back into ``text``: each CDK token becomes a variable,
+    and every other ``${`` is written ``${!``, which Fn::Sub returns as ``${`` (CloudFormation Template Reference,
+    Fn::Sub: "${!Literal}" resolves to "${Literal}"). The collector thus gets its ``${env:NAME}`` references as
+    written, and no literal looks like a template parameter outside Fn::Sub (aws-cdk-lib's validation: E1029)."""
+    encoded = list(dict.fromkeys(Token.as_string(t) for t in Tokenization.reverse_string(text).tokens))
+    parts = re.split(f"({'|'.join(map(re.escape, encoded))})", text) if encoded else [text]
+    # re.split with one group: literals at even positions, tokens at odd ones
+    body = "".join(
+        f"${{Token{encoded.index(part)}}}" if i % 2 else part.replace("${", "${!")
+        for i, part in enumerate(parts)
+    )
+    return Fn.sub(body, {f"Token{i}": value for i, value in enumerate(encoded)} or None)
 
 
 def _stack_of_foreign_reference(value: str, here: Construct) -> Stack | None:
