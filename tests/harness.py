@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -122,6 +123,25 @@ def nag_findings(scope: IConstruct, pack: Any) -> list[str]:
     ]
     assert report.success == (findings == []), "cdk-nag reported failure without a violation"
     return findings
+
+
+# The two feature-flag sets a user's app may run under: aws-cdk's defaults (a bare App) and this project's cdk.json.
+FLAG_SETS = ("aws-cdk defaults", "cdk.json")
+
+
+def foreign_app_findings(compose: Callable[[cdk.App], None], flags: str) -> list[str]:
+    """Both packs' unacknowledged findings in a user's app that ``compose`` fills with the library's constructs,
+    under the feature flags ``flags`` names (one of ``FLAG_SETS``): each finding once per construct path."""
+    from cdk_nag import AwsSolutionsChecks
+
+    from inference_tiers.nag import InferenceChecks
+
+    context = cdk_json_context() if flags == "cdk.json" else {}
+    app = cdk.App(context={**context, **_NO_BUNDLING})
+    compose(app)
+    return [
+        finding for pack in (AwsSolutionsChecks(), InferenceChecks()) for finding in nag_findings(app, pack)
+    ]
 
 
 def checkov_report(build: TierBuild) -> tuple[bool, str]:
