@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
+from constructs import Construct
 
 from inference_tiers.constructs import EksCluster, GpuDevicePlugins
 from tests.harness import FLAG_SETS, foreign_app_findings
 
 
-def _compose(app: cdk.App) -> None:
+def _compose(app: cdk.App) -> list[Construct]:
     platform = cdk.Stack(app, "UserPlatform")
     eks = EksCluster(platform, "Eks")
-    GpuDevicePlugins(platform, "Plugins", cluster=eks.cluster)
+    return [eks, GpuDevicePlugins(platform, "Plugins", cluster=eks.cluster)]
 
 
 @pytest.mark.parametrize("flags", FLAG_SETS)
