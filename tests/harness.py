@@ -6,7 +6,7 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -138,6 +138,28 @@ def nag_findings(scope: IConstruct, pack: Any) -> list[str]:
     ]
     assert report.success == (findings == []), "cdk-nag reported failure without a violation"
     return findings
+
+
+# The two feature-flag sets a user's app may run under: aws-cdk's defaults (a bare App) and this project's cdk.json.
+FLAG_SETS = ("aws-cdk defaults", "cdk.json")
+
+
+def foreign_app_findings(compose: Callable[[cdk.App], Sequence[IConstruct]], flags: str) -> list[str]:
+    """Both packs' unacknowledged findings on the library's constructs that ``compose`` adds to a user's app
+    (and returns), under the feature flags ``flags`` names (one of ``FLAG_SETS``); the user's own resources are
+    not the library's to judge."""
+    from cdk_nag import AwsSolutionsChecks
+
+    from inference_tiers.nag import InferenceChecks
+
+    context = cdk_json_context() if flags == "cdk.json" else {}
+    app = cdk.App(context={**context, **_NO_BUNDLING})
+    return [
+        finding
+        for construct in compose(app)
+        for pack in (AwsSolutionsChecks(), InferenceChecks())
+        for finding in nag_findings(construct, pack)
+    ]
 
 
 def checkov_report(build: TierBuild) -> tuple[bool, str]:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from aws_cdk import Acknowledgment, App, Stack, Validations
+from aws_cdk import aws_s3_assets as s3_assets
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
@@ -46,18 +47,17 @@ def add_nag_checks(app: App) -> None:
     Validations.of(app).add_plugins(AwsSolutionsChecks(app), InferenceChecks(app))
 
 
-# What Asset.grant_read adds to a cluster's kubectl handler when a Helm chart comes from a CDK asset.
-CHART_ASSET_READ_FINDINGS = (
-    "Action::s3:GetBucket*",
-    "Action::s3:GetObject*",
-    "Action::s3:List*",
-    "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
-)
+# The actions Asset.grant_read adds to a cluster's kubectl handler when a Helm chart comes from a CDK asset.
+CHART_ASSET_READ_ACTIONS = ("s3:GetBucket*", "s3:GetObject*", "s3:List*")
 
 
-def acknowledge_chart_asset_read(kubectl_provider: IConstruct) -> None:
-    """Acknowledge the read-only asset-bucket grant that a Helm chart asset gives the kubectl handler."""
-    for finding in CHART_ASSET_READ_FINDINGS:
+def acknowledge_chart_asset_read(kubectl_provider: IConstruct, asset: s3_assets.Asset) -> None:
+    """Acknowledge the read-only grant on ``asset``'s bucket that a Helm chart asset gives the kubectl handler.
+
+    The objects' ARN is rendered from the asset's own bucket, as nag sees it: with a concrete account and Region
+    and, depending on feature flags, a literal partition, it is not the ``<AWS::AccountId>`` form."""
+    objects = nag_resource_id(kubectl_provider, asset.bucket.arn_for_objects("*"))
+    for finding in (*(f"Action::{action}" for action in CHART_ASSET_READ_ACTIONS), f"Resource::{objects}"):
         acknowledge(
             kubectl_provider,
             f"AwsSolutions-IAM5[{finding}]",

@@ -173,17 +173,18 @@ class InferenceGateway(Construct):
         self.cluster = cluster
         """The EKS cluster the gateway's charts and manifests are installed on."""
 
+        crd_chart = s3_assets.Asset(self, "CrdChart", path=str(CRD_CHART_DIR))
         self.crds = eks.HelmChart(
             self,
             "Crds",
             cluster=cluster,
-            chart_asset=s3_assets.Asset(self, "CrdChart", path=str(CRD_CHART_DIR)),
+            chart_asset=crd_chart,
             release="inference-gateway-crds",
             namespace="kube-system",
         )
         """The Helm release ``inference-gateway-crds`` (in ``kube-system``) with the pinned Gateway API and
         Inference Extension CRDs."""
-        acknowledge_chart_asset_read(cluster.kubectl_provider)
+        acknowledge_chart_asset_read(cluster.kubectl_provider, crd_chart)
         self.istio_base = self._istio_chart("IstioBase", "base", {})
         """Istio's ``base`` chart (release ``istio-base`` in ``istio-system``), installed after
         :attr:`crds`."""

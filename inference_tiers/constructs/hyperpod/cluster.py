@@ -32,6 +32,7 @@ from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.storage import access_logs_bucket as new_access_logs_bucket
 from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import regional_arn_pattern, sagemaker_principal
 from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
@@ -178,7 +179,8 @@ class HyperPodCluster(Construct):
         :param dependency_chart: the HyperPod dependency chart; the cluster is created after it.
         :param wait_for: more resources the cluster must wait for (e.g. core EKS add-ons). Default none.
         :param lifecycle_scripts: directory with ``on_create.sh`` and what it runs. Default: the packaged scripts.
-        :param access_logs_bucket: server access logs of the lifecycle bucket. Default: no access logs.
+        :param access_logs_bucket: server access logs of the lifecycle bucket. Default: a new
+            access-log bucket of this construct (AwsSolutions-S1 holds in any app).
         :param node_recovery: ``Automatic`` (replace unhealthy nodes) or ``None``. Default Automatic.
         :param nodes_ready_timeout: how long the barrier waits for all instances. Default 2 hours.
         :param log_key: KMS key of the log groups this construct creates (node barrier, its waiter, the script
@@ -258,7 +260,7 @@ class HyperPodCluster(Construct):
             self,
             "LifecycleBucket",
             key=self.lifecycle_key,
-            access_logs=access_logs_bucket,
+            access_logs=access_logs_bucket or new_access_logs_bucket(self, "AccessLogs"),
             access_logs_prefix="hyperpod-lifecycle/",
         )
         """The private bucket holding the lifecycle scripts under ``lifecycle/``, which HyperPod copies to

@@ -92,7 +92,7 @@ class HyperPodDependencyChart(Construct):
         assert cluster.kubectl_provider is not None, (
             "the cluster needs a kubectl provider to install Helm charts"
         )
-        acknowledge_chart_asset_read(cluster.kubectl_provider)
+        acknowledge_chart_asset_read(cluster.kubectl_provider, self.asset)
 
 
 def check_chart_directory(chart_directory: Path) -> None:

@@ -20,7 +20,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from inference_tiers.constructs.common.checkov import skip_check
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge, nag_resource_id
+from inference_tiers.constructs.common.storage import access_logs_bucket as new_access_logs_bucket
 from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import sagemaker_principal
 from inference_tiers.constructs.eks.lb_controller_policy import load_balancer_controller_statements
@@ -104,7 +105,8 @@ class HyperPodInferenceOperator(Construct):
         :param hyperpod_cluster: the HyperPod cluster; add-ons wait for its node barrier.
         :param model_buckets: buckets the S3 CSI driver may read model weights from. Default none.
         :param prometheus_workspace_arn: AMP workspace KEDA may query for Prometheus triggers. Default none.
-        :param access_logs_bucket: server access logs of the TLS bucket. Default: no access logs.
+        :param access_logs_bucket: server access logs of the TLS bucket. Default: a new
+            access-log bucket of this construct (AwsSolutions-S1 holds in any app).
         :param addon_versions: add-on name to pinned version. Default :data:`DEFAULT_ADDON_VERSIONS`.
         """
         args = Args("HyperPodInferenceOperator")
@@ -142,7 +144,7 @@ class HyperPodInferenceOperator(Construct):
             # SSE-S3: the operator and the SageMaker endpoint read certificates with permissions from the
             # AWS managed policy, which grants no KMS key use.
             key=None,
-            access_logs=access_logs_bucket,
+            access_logs=access_logs_bucket or new_access_logs_bucket(self, "AccessLogs"),
             access_logs_prefix="hyperpod-tls/",
             # The managed policy's S3 statements cover only hyperpod-tls* buckets.
             bucket_name=f"{TLS_BUCKET_PREFIX}{suffix}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
@@ -274,12 +276,8 @@ class HyperPodInferenceOperator(Construct):
         )
         if bucket.encryption_key is not None:
             bucket.encryption_key.grant_decrypt(self.s3_csi_role)
-        resource = bucket.node.default_child
-        rendered = (
-            f"<{Stack.of(self).get_logical_id(resource)}.Arn>/*"
-            if isinstance(resource, s3.CfnBucket)
-            else f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/*"
-        )
+        # Rendered as nag sees it: an imported bucket's partition is literal or not depending on feature flags.
+        rendered = nag_resource_id(self.s3_csi_role, bucket.arn_for_objects("*"))
         acknowledge(
             self.s3_csi_role,
             f"AwsSolutions-IAM5[Resource::{rendered}]",

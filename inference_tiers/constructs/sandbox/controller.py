@@ -99,7 +99,7 @@ class AgentSandboxController(Construct):
         """The controller's ``HelmChart`` (release ``agent-sandbox`` in ``agent-sandbox-system``): make every
         agent-sandbox object depend on it, since it installs the CRDs and the conversion webhook."""
         assert cluster.kubectl_provider is not None
-        acknowledge_chart_asset_read(cluster.kubectl_provider)
+        acknowledge_chart_asset_read(cluster.kubectl_provider, self.asset)
 
 
 # The first line the patch adds (a comment the fetched chart has only once the patch is applied).
