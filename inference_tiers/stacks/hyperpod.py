@@ -85,6 +85,7 @@ from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX,
 from inference_tiers.k8s.hyperpod_inference import (
     CREATION_SUFFIX_LENGTH,
     ELASTICACHE_URL,
+    ELASTICACHE_URL_ACCEPTED,
     L2_BACKENDS,
     LMCACHE_IMAGE_REPOSITORIES,
     PD_INSTANCE_TYPES,
@@ -217,7 +218,7 @@ class HyperPodSettings:
         "share of every instance's memory the cluster's tiered storage holds (kv_cache_l2 tieredstorage only)",
     )
     kv_cache_redis_url: str | None = setting(
-        optional(text(ELASTICACHE_URL, description="rediss://<ElastiCache endpoint>:<port>")),
+        optional(text(ELASTICACHE_URL, description=ELASTICACHE_URL_ACCEPTED)),
         "an existing ElastiCache in the cluster's VPC (kv_cache_l2 redis only); null: the stack creates one",
     )
     routing_strategy: str | None = setting(
