@@ -421,6 +421,8 @@ PD_INSTANCE_TYPES = (
 # ElastiCache endpoints (always inside a VPC) as LMCache's Redis connector parses them: rediss:// is TLS
 # (LMCache/LMCache lmcache/v1/storage_backend/connector/redis_adapter.py@0e65d2fc, can_parse).
 ELASTICACHE_URL = r"rediss://[a-z0-9.-]+\.cache\.amazonaws\.com(\.cn)?:[0-9]{1,5}"
+# The cache the stack creates is TLS-only, so a plain redis:// URL would never connect.
+ELASTICACHE_URL_ACCEPTED = "rediss://<ElastiCache endpoint>:<port> (TLS only: plain redis:// is refused)"
 
 
 def image_repository(image: str) -> str:
@@ -470,7 +472,7 @@ class KvCache:
                 "redis_url",
                 self.redis_url,
                 pattern=ELASTICACHE_URL,
-                description="rediss://<ElastiCache endpoint>:<port> (TLS, inside the VPC; never an outside cache)",
+                description=f"{ELASTICACHE_URL_ACCEPTED}, inside the VPC; never an outside cache",
             )
         elif self.redis_url is not None:
             raise args.error("redis_url", self.redis_url, "None unless l2_backend is redis")

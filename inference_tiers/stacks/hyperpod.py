@@ -35,7 +35,6 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
 from inference_tiers.constructs.common.nag import acknowledge
@@ -61,10 +60,7 @@ from inference_tiers.constructs.hyperpod.cluster import (
     HyperPodCluster,
     HyperPodInstanceGroup,
 )
-from inference_tiers.constructs.hyperpod.dependencies import (
-    MISSING_CHART_PLACEHOLDER,
-    HyperPodDependencyChart,
-)
+from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
 from inference_tiers.constructs.hyperpod.inference_operator import (
     DEFAULT_ADDON_VERSIONS as OPERATOR_ADDON_VERSIONS,
 )
@@ -85,6 +81,7 @@ from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX,
 from inference_tiers.k8s.hyperpod_inference import (
     CREATION_SUFFIX_LENGTH,
     ELASTICACHE_URL,
+    ELASTICACHE_URL_ACCEPTED,
     L2_BACKENDS,
     LMCACHE_IMAGE_REPOSITORIES,
     PD_INSTANCE_TYPES,
@@ -217,7 +214,7 @@ class HyperPodSettings:
         "share of every instance's memory the cluster's tiered storage holds (kv_cache_l2 tieredstorage only)",
     )
     kv_cache_redis_url: str | None = setting(
-        optional(text(ELASTICACHE_URL, description="rediss://<ElastiCache endpoint>:<port>")),
+        optional(text(ELASTICACHE_URL, description=ELASTICACHE_URL_ACCEPTED)),
         "an existing ElastiCache in the cluster's VPC (kv_cache_l2 redis only); null: the stack creates one",
     )
     routing_strategy: str | None = setting(
@@ -539,7 +536,14 @@ class HyperPodStack(Stack):
         self.access_logs = self._access_logs_bucket()
 
         self.dependency_chart = HyperPodDependencyChart(
-            self, "DependencyChart", cluster=cluster, chart_directory=self._chart_directory()
+            self,
+            "DependencyChart",
+            cluster=cluster,
+            chart_directory=(
+                None
+                if self.settings.dependency_chart_dir is None
+                else Path(self.settings.dependency_chart_dir)
+            ),
         )
         # Its controllers run on the system nodes until the HyperPod nodes join (its DaemonSets run there).
         self.dependency_chart.chart.node.add_dependency(self.eks.system_nodegroup)
@@ -605,19 +609,6 @@ class HyperPodStack(Stack):
             endpoint=endpoint,
         )
         self._outputs()
-
-    def _chart_directory(self) -> Path:
-        if self.settings.dependency_chart_dir is not None:
-            return Path(self.settings.dependency_chart_dir)
-        message = (
-            "The HyperPod dependency Helm chart is not packaged: run "
-            "inference_tiers/assets/hyperpod/fetch-dependency-chart.sh, then deploy with "
-            "-c hyperpod.dependency_chart_dir=<its output directory>"
-        )
-        refuse_unfetched_chart(
-            self, "DependencyChartPackaged", "inference-tiers:hyperpod-chart-missing", message
-        )
-        return MISSING_CHART_PLACEHOLDER
 
     def _access_logs_bucket(self) -> s3.Bucket:
         bucket = access_logs_bucket(self, "AccessLogs")

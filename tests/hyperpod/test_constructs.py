@@ -10,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from inference_tiers.constructs import (
@@ -23,6 +23,7 @@ from inference_tiers.constructs import (
     HyperPodTaint,
 )
 from inference_tiers.constructs.eks.cluster import as_cluster_ref
+from inference_tiers.constructs.hyperpod.dependencies import MISSING_CHART_PLACEHOLDER
 from inference_tiers.constructs.hyperpod.network import hyperpod_ips_per_instance
 from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
 from tests.hyperpod.support import depends_on, logical_ids, only, write_minimal_chart
@@ -174,6 +175,42 @@ def test_duplicate_instance_groups_are_rejected(chart_dir: Path) -> None:
         ValueError, match=r"'instance_groups' got \['p5', 'p5'\]; expected instance groups with unique names"
     ):
         Parts(chart_dir, groups=(P5, P5))
+
+
+def _chart_in_a_foreign_app(chart_directory: Path | None) -> tuple[cdk.Stack, bool]:
+    """A user's own app with nothing but an EKS cluster and the dependency chart (no tier stack's guard)."""
+    stack = cdk.Stack(cdk.App(context={"aws:cdk:bundling-stacks": []}), "Own")
+    cluster = eks.Cluster(
+        stack,
+        "Eks",
+        version=eks.KubernetesVersion.V1_35,
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )
+    chart = HyperPodDependencyChart(stack, "Deps", cluster=cluster, chart_directory=chart_directory)
+    return stack, chart.fetched
+
+
+@pytest.mark.parametrize("chart_directory", [None, MISSING_CHART_PLACEHOLDER], ids=["default", "placeholder"])
+def test_a_placeholder_chart_warns_and_stops_the_deploy_in_any_app(chart_directory: Path | None) -> None:
+    stack, fetched = _chart_in_a_foreign_app(chart_directory)
+    assert fetched is False
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "/Own/Deps", Match.string_like_regexp("HyperPod dependency Helm chart is not packaged")
+    )
+    assert "fetch-dependency-chart.sh" in warning.entry.data
+    rules = Template.from_stack(stack).to_json()["Rules"]
+    ((assertion,),) = [
+        rule["Assertions"] for name, rule in rules.items() if name.startswith("DepsChartPackaged")
+    ]
+    assert assertion["Assert"] == {"Fn::Equals": ["not-packaged", "packaged"]}
+    assert "fetch-dependency-chart.sh" in assertion["AssertDescription"]
+
+
+def test_a_packaged_chart_needs_no_warning_or_deploy_rule(tmp_path: Path) -> None:
+    stack, fetched = _chart_in_a_foreign_app(write_minimal_chart(tmp_path / "chart"))
+    assert fetched is True
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+    assert not [name for name in Template.from_stack(stack).to_json()["Rules"] if "ChartPackaged" in name]
 
 
 def test_chart_directory_must_hold_packaged_dependencies(tmp_path: Path) -> None:

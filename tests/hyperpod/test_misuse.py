@@ -32,6 +32,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     CloudWatchTrigger,
     FsxModelSource,
     InferenceEndpoint,
+    KvCache,
     LoraServing,
     PrometheusTrigger,
     RequestLimits,
@@ -51,6 +52,12 @@ ENDPOINT = InferenceEndpoint(
     instance_types=("ml.p5.48xlarge",),
     model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
     worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1),
+)
+# The tieredstorage L2 tier is the cluster's TieredStorageConfig: the endpoint's share must be the cluster's.
+TIERED_10 = dataclasses.replace(
+    ENDPOINT,
+    worker=VllmWorker(image="lmcache/vllm-openai:v0.3.7", tensor_parallel_size=1),
+    kv_cache=KvCache(l2_backend="tieredstorage", tiered_storage_memory_percent=10),
 )
 OTHER_TYPE = InferenceEndpoint(
     name="qwen",
@@ -148,6 +155,14 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
     (HyperPodModelEndpoint, lambda e: {"operator": e.hyperpod}, "operator", r"HyperPodInferenceOperator"),
     (HyperPodModelEndpoint, lambda e: {"endpoint": {"name": "qwen"}}, "endpoint", r"an InferenceEndpoint"),
     (HyperPodModelEndpoint, lambda e: {"endpoint": OTHER_TYPE}, "endpoint.instance_types[0]", "instance groups"),
+    (HyperPodModelEndpoint, lambda e: {"endpoint": TIERED_10}, "endpoint.kv_cache.tiered_storage_memory_percent",
+     r"got 10; expected the HyperPod cluster's tiered_storage_memory_percent \(None\)"),
+    (
+        HyperPodModelEndpoint,
+        lambda e: {"endpoint": TIERED_10, "hyperpod_cluster": e.build(HyperPodCluster, tiered_storage_memory_percent=20)},
+        "endpoint.kv_cache.tiered_storage_memory_percent",
+        r"got 10; expected the HyperPod cluster's tiered_storage_memory_percent \(20\)",
+    ),
     (HyperPodModelEndpoint, lambda e: {"adapter_key": "alias/adapters"}, "adapter_key", r"an IKey"),
     (HyperPodModelEndpoint, lambda e: {"adapter_key": e.key}, "adapter_key", r"no lora adapters"),
     (HyperPodObservability, lambda e: {"cluster": "x"}, "cluster", r"not a string"),

@@ -261,6 +261,11 @@ def _parse(**overrides: Any) -> HyperPodSettings:
             "null unless kv_cache_l2 is redis",
         ),
         (
+            {**REDIS_L2, "hyperpod.kv_cache_redis_url": "redis://kv.abc.usw2.cache.amazonaws.com:6379"},
+            "hyperpod.kv_cache_redis_url",
+            "plain redis:// is refused",
+        ),
+        (
             {**TIERED_L2, "hyperpod.tiered_storage_memory_percent": 100},
             "hyperpod.tiered_storage_memory_percent",
             "a share that leaves each model pod at least 1 GiB on ml.g5.48xlarge",

@@ -223,6 +223,11 @@ def test_operator_rejected_combinations_are_refused(overrides: dict[str, Any], m
             r"'redis_url' got 'redis://10.0.0.5:6379'; expected rediss://<ElastiCache endpoint>",
         ),
         (
+            # The cache is TLS-only: a plain redis:// URL to a real ElastiCache host never connects.
+            lambda: KvCache(l2_backend="redis", redis_url="redis://kv.abc.usw2.cache.amazonaws.com:6379"),
+            r"'redis_url' got 'redis://kv\.abc.*; expected rediss://.*plain redis:// is refused",
+        ),
+        (
             lambda: KvCache(l2_backend="redis", redis_url="rediss://cache.example.com:6379"),
             r"'redis_url' got 'rediss://cache.example.com:6379'",
         ),

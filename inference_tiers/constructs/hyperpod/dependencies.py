@@ -4,7 +4,9 @@ HyperPod's resiliency features (health-monitoring agent, deep health checks, dev
 ``HyperPodHelmChart`` in ``aws/sagemaker-hyperpod-cli``; HyperPod rejects or degrades a cluster created before
 it is installed. The chart is not published to any chart repository and has remote sub-charts, so it is
 fetched and packaged at a pinned commit by ``inference_tiers/assets/hyperpod/fetch-dependency-chart.sh`` and
-installed here from a local directory (uploaded as an S3 asset).
+installed here from a local directory (uploaded as an S3 asset). Without one, a placeholder chart stands in, so
+that the app still synthesizes offline; synth then warns, and a template rule stops the deploy before anything is
+created, both with the fetch instructions.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from inference_tiers import ASSETS_DIR
+from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.validation import Args
@@ -35,7 +38,8 @@ class HyperPodDependencyChart(Construct):
 
     The directory must contain ``Chart.yaml`` and, in ``charts/``, every dependency it lists (``helm dependency
     build`` puts them there); anything missing is an error at synth time, not a failed deploy an hour later.
-    Make ``AWS::SageMaker::Cluster`` depend on :attr:`chart` (``HyperPodCluster`` does).
+    Make ``AWS::SageMaker::Cluster`` depend on :attr:`chart` (``HyperPodCluster`` does). Without
+    ``chart_directory`` (or given the placeholder), synth warns and a template rule stops the deploy.
     """
 
     def __init__(
@@ -44,19 +48,23 @@ class HyperPodDependencyChart(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        chart_directory: Path,
+        chart_directory: Path | None = None,
         values: Mapping[str, Any] | None = None,
         release: str = "hyperpod-dependencies",
     ) -> None:
         """
         :param cluster: the EKS cluster (needs a kubectl provider).
         :param chart_directory: the packaged ``HyperPodHelmChart`` directory (output of the fetch script).
+            Default: none; a placeholder chart, a synth warning and a template rule that stops the deploy, with
+            the fetch instructions.
         :param values: Helm values merged over the defaults; default: the health-monitoring agent's region is
             the stack's region (the agent cannot always detect it).
         :param release: Helm release name. Default ``hyperpod-dependencies`` (as in the AWS templates).
         """
         args = Args("HyperPodDependencyChart")
         cluster = kubectl_cluster(args, "cluster", cluster)
+        if chart_directory is None:
+            chart_directory = MISSING_CHART_PLACEHOLDER
         args.instance("chart_directory", chart_directory, Path, "a pathlib.Path of the packaged chart")
         if values is not None:
             args.mapping("values", values)
@@ -72,6 +80,18 @@ class HyperPodDependencyChart(Construct):
         except ValueError as error:
             raise args.error("chart_directory", str(chart_directory), str(error)) from None
         super().__init__(scope, construct_id)
+        self.fetched = chart_directory.resolve() != MISSING_CHART_PLACEHOLDER.resolve()
+        """False when the placeholder chart stands in (synth warns, and a template rule stops the deploy before
+        anything is created)."""
+        if not self.fetched:
+            refuse_unfetched_chart(
+                self,
+                "ChartPackaged",
+                "inference-tiers:hyperpod-chart-missing",
+                "The HyperPod dependency Helm chart is not packaged: run inference_tiers/assets/hyperpod/"
+                f"{FETCH_SCRIPT.name}, then pass its output directory as HyperPodDependencyChart chart_directory "
+                "(-c hyperpod.dependency_chart_dir=<directory> for the tier's stack)",
+            )
         # Absolute: the jsii kernel resolves a relative path against its own working directory, not Python's.
         self.asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory.resolve()))
         """The S3 asset of ``chart_directory``, which the kubectl provider installs the chart from."""
