@@ -280,13 +280,12 @@ def addon_pins(versions: Mapping[str, str], pinned_in: str) -> tuple[AddonPin, .
 @dataclass(frozen=True)
 class AddonFeature:
     """A feature the settings turn on (``set_by``), served by EKS add-on ``addon`` from build
-    ``minimum_version``; None where no public source names that build (preflight then says how to confirm
-    it on the cluster). ``source`` is the evidence for the minimum."""
+    ``minimum_version``. ``source`` is the evidence for the minimum."""
 
     addon: str
     feature: str
     set_by: str
-    minimum_version: str | None
+    minimum_version: str
     source: str
 
 

@@ -44,8 +44,12 @@ HYPERPOD_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "aws-node (vpc-cni chart 1.23.1: 25m; aws-eks-nodeagent: none)": Resources(cpu_millicores=25),
     "kube-proxy (EKS add-on; 100m as deployed)": Resources(cpu_millicores=100),
     "eks-pod-identity-agent (chart: none)": Resources(),
-    "aws-efa-k8s-device-plugin (chart v0.5.30)": Resources(cpu_millicores=10, memory_mib=20),
-    "nvidia-device-plugin (chart 0.19.3: none)": Resources(),
+    # The HyperPod dependency chart's own pins (sagemaker-hyperpod-cli 011ca927 Chart.yaml), not the
+    # disaggregated tier's (k8s/disaggregated.py).
+    "aws-efa-k8s-device-plugin (HyperPod dependency chart pin 0.5.20)": Resources(
+        cpu_millicores=10, memory_mib=20
+    ),
+    "nvidia-device-plugin (HyperPod dependency chart pin 0.16.1: none)": Resources(),
     "health-monitoring-agent (HyperPod dependency chart; budget)": Resources(
         cpu_millicores=250, memory_mib=256
     ),

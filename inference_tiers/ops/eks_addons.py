@@ -82,14 +82,6 @@ def _result(pin: AddonPin, offered: list[str], default: str | None, k8s: str, re
 def _feature_result(feature: AddonFeature, pin: AddonPin, offered: list[str], k8s: str) -> CheckResult:
     name = f"EKS add-on {pin.name}: {feature.feature}"
     minimum = feature.minimum_version
-    if minimum is None:
-        return CheckResult(
-            name,
-            "warn",
-            f"no public source names the first {pin.name} build with {feature.feature} (set by "
-            f"{feature.set_by}; {feature.source})",
-            "after the add-on is installed: kubectl explain inferenceendpointconfig.spec  # lists the field",
-        )
     serving = [v for v in offered if version_order(v) >= version_order(minimum)]
     if not serving:
         return CheckResult(

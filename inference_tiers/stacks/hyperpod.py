@@ -19,6 +19,7 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     AddonFeature,
+    AddonPin,
     ConfigError,
     ImageNeed,
     InstanceNeed,
@@ -66,8 +67,12 @@ from inference_tiers.constructs.hyperpod.inference_operator import (
 )
 from inference_tiers.constructs.hyperpod.inference_operator import (
     INFERENCE_ADDON,
+    OPERATOR_ADDON_BUILDS,
     OPERATOR_FEATURE_MINIMUMS,
     HyperPodInferenceOperator,
+    field_feature,
+    field_refusal,
+    fields_missing_from,
 )
 from inference_tiers.constructs.hyperpod.kv_cache import HyperPodKvCacheStore
 from inference_tiers.constructs.hyperpod.model_endpoint import HyperPodModelEndpoint
@@ -190,8 +195,17 @@ class HyperPodSettings:
         "cloudwatch: SageMaker Invocations per replica; prometheus: in-flight requests from AMP",
     )
     scaling_target: float = setting(number(1, 100000), "target value of the scaling metric per replica")
-    max_concurrent_requests: int = setting(integer(1, 10000), "per-pod concurrency limit of the sidecar")
-    max_queue_size: int = setting(integer(0, 10000), "per-pod queue beyond the concurrency limit")
+    operator_addon_version: str = setting(
+        choice(*OPERATOR_ADDON_BUILDS),
+        "amazon-sagemaker-hyperpod-inference build; its operator's CRD bounds the fields the endpoint may set",
+    )
+    max_concurrent_requests: int | None = setting(
+        optional(integer(1, 10000)),
+        "per-pod concurrency limit of the operator's sidecar (spec.worker.requestLimits); null: none",
+    )
+    max_queue_size: int = setting(
+        integer(0, 10000), "per-pod queue beyond the concurrency limit (with max_concurrent_requests)"
+    )
     observability: bool = setting(boolean(), "install the HyperPod observability add-on with AMP")
     grafana: bool = setting(
         boolean(), "also create an Amazon Managed Grafana workspace (IAM Identity Center)"
@@ -241,6 +255,7 @@ class HyperPodSettings:
         self._check_inference_gateway()
         self._check_operator_features()
         self._check_prefill_decode()
+        self._check_operator_fields()
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(
@@ -328,6 +343,36 @@ class HyperPodSettings:
                     f"{getattr(self, bound)}, equal to hyperpod.{bound}: both bound the one ScaledObject the "
                     "operator creates (set both keys to the same value)",
                 )
+
+    def _operator_fields(self) -> dict[str, str]:
+        """The InferenceEndpointConfig fields of OPERATOR_FIELD_MINIMUMS these settings render, with their keys."""
+        chosen = {
+            "spec.worker.requestLimits": "hyperpod.max_concurrent_requests"
+            if self.max_concurrent_requests is not None
+            else None,
+            "spec.kubernetes.serviceAccountName": "hyperpod.inference_gateway.lora_adapters"
+            if self.inference_gateway is not None and self.inference_gateway.lora_adapters
+            else None,
+            "spec.pdSpec": "hyperpod.prefill_decode" if self.prefill_decode else None,
+            "spec.autoScalingSpec.prometheusTrigger": "hyperpod.scaling_metric"
+            if self.scaling_metric == "prometheus" and not self.prefill_decode
+            else None,
+        }
+        chosen["spec.autoScalingSpec.prometheusTriggerList"] = (
+            chosen["spec.autoScalingSpec.prometheusTrigger"] if self.inference_gateway else None
+        )
+        return {field: key for field, key in chosen.items() if key}
+
+    def _check_operator_fields(self) -> None:
+        """Every field rendered must be in the pinned add-on build's CRD (kubectl rejects unknown fields)."""
+        fields = self._operator_fields()
+        for field in fields_missing_from(self.operator_addon_version, list(fields)):
+            key = fields[field]
+            raise ConfigError(
+                key,
+                getattr(self, key.split(".")[1]),
+                f"{field_refusal(self.operator_addon_version, field)} (hyperpod.operator_addon_version)",
+            )
 
     def _check_prefill_decode(self) -> None:
         """Prefill/decode: the instance types AWS supports, an LMCache image, roles that fit the node."""
@@ -447,8 +492,8 @@ class HyperPodSettings:
             "intelligent routing (intelligentRoutingSpec)": "hyperpod.routing_strategy"
             if self.routing_strategy
             else None,
-            "prefill/decode (pdSpec)": "hyperpod.prefill_decode" if self.prefill_decode else None,
         }
+        chosen |= {field_feature(field): key for field, key in self._operator_fields().items()}
         return tuple(
             AddonFeature(INFERENCE_ADDON, feature, key, *OPERATOR_FEATURE_MINIMUMS[feature])
             for feature, key in chosen.items()
@@ -470,9 +515,10 @@ class HyperPodSettings:
                     "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
                 ),
                 *addon_pins(
-                    OPERATOR_ADDON_VERSIONS,
+                    {n: v for n, v in OPERATOR_ADDON_VERSIONS.items() if n != INFERENCE_ADDON},
                     "inference_tiers.constructs.hyperpod.inference_operator:DEFAULT_ADDON_VERSIONS",
                 ),
+                AddonPin(INFERENCE_ADDON, self.operator_addon_version, "hyperpod.operator_addon_version"),
                 *(
                     addon_pins(
                         {OBSERVABILITY_ADDON: OBSERVABILITY_ADDON_VERSION},
@@ -592,6 +638,7 @@ class HyperPodStack(Stack):
             model_buckets=[self.model_bucket] if self.model_bucket else [],
             prometheus_workspace_arn=self.observability.workspace_arn if self.observability else None,
             access_logs_bucket=self.access_logs,
+            addon_versions={**OPERATOR_ADDON_VERSIONS, INFERENCE_ADDON: settings.operator_addon_version},
         )
         endpoint = self._endpoint()
         self.inference_gateway: InferenceGateway | None = None
@@ -692,7 +739,9 @@ class HyperPodStack(Stack):
             ),
             endpoint_name=settings.endpoint_name,
             replicas=max(1, settings.min_replicas),
-            request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size),
+            request_limits=RequestLimits(settings.max_concurrent_requests, settings.max_queue_size)
+            if settings.max_concurrent_requests is not None
+            else None,
             autoscaling=None if settings.prefill_decode else autoscaling,
             threads_per_core=settings.threads_per_core,
             lora=self._lora(),

@@ -29,6 +29,7 @@ OPTED_IN: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "hyperpod.inference_gateway": {"pools": {"model": {"min_replicas": 1, "max_replicas": 2}}},
             "hyperpod.scaling_metric": "prometheus",
+            "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
         },
     ),
     "disaggregated gateway with LoRA": (

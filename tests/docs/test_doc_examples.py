@@ -1,4 +1,5 @@
-"""Every example in README.md and docs/ runs as written, and every import the docs tell a user to write works.
+"""Every example in README.md and docs/ runs as written, every import the docs tell a user to write works, and
+every ``inference-tiers`` command line they give parses with the CLI's own argument parser.
 
 A doc example that no longer runs is a user's first error; these tests find the blocks themselves, so a new doc
 page or a new example is covered without registering it.
@@ -6,14 +7,18 @@ page or a new example is covered without registering it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
 
+from inference_tiers.ops.cli import build_parser
 from tests.harness import PROJECT_ROOT
 from tests.hyperpod.support import write_minimal_chart
 
@@ -61,14 +66,42 @@ PREREQUISITES = {
     "docs/hyperpod.md": lambda cwd: write_minimal_chart(cwd / "build" / "hyperpod-dependency-chart"),
 }
 
+# A command line: in a code span, or a line of a fenced block (after an optional `$ ` prompt and environment
+# assignments; a trailing backslash continues it). Ends at a pipe or a comment.
+_SPAN_COMMAND = re.compile(r"`(inference-tiers [^`]*)`")
+_BLOCK = re.compile(r"^```[\w-]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_BLOCK_COMMAND = re.compile(r"^(?:\$ )?(?:[A-Z_]+=\S+ )*(inference-tiers .*)$", re.MULTILINE)
+
+
+def _documented_commands() -> list[tuple[str, str]]:
+    """(doc:line, arguments) of every command line the docs give with options; an elided one (`...`) is
+    prose, not a command to run."""
+    commands = []
+    for doc in DOCS:
+        text = doc.read_text()
+        found = [(m.start(), m.group(1)) for m in _SPAN_COMMAND.finditer(text)]
+        for block in _BLOCK.finditer(text):
+            body = block.group(1).replace("\\\n", " ")
+            found += [(block.start(1), m.group(1)) for m in _BLOCK_COMMAND.finditer(body)]
+        for at, line in found:
+            line = re.split(r"\s[|#]|\s>", line)[0].strip()
+            if " -" not in line or "..." in line:
+                continue
+            place = f"{doc.relative_to(PROJECT_ROOT)}:{text.count(chr(10), 0, at) + 1}"
+            commands.append((place, line.removeprefix("inference-tiers ")))
+    return sorted(set(commands))
+
+
 BLOCKS = _python_blocks()
 IMPORTS = _documented_imports()
+COMMANDS = _documented_commands()
 
 
 def test_the_docs_have_examples_and_imports_to_check() -> None:
     """Guards the extraction itself: a changed fence style must not silently leave nothing to run."""
     assert len(BLOCKS) >= len(DOCS) - 1, [b.id for b in BLOCKS]
     assert any(name == "Guardrail" for _, _, name in IMPORTS), IMPORTS
+    assert any(place.startswith("docs/hyperpod.md") for place, _ in COMMANDS), COMMANDS
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
@@ -89,3 +122,14 @@ def test_python_example_runs_as_written(
 @pytest.mark.parametrize(("doc", "module", "name"), IMPORTS, ids=lambda v: str(v))
 def test_documented_import_works(doc: str, module: str, name: str) -> None:
     assert hasattr(importlib.import_module(module), name), f"{doc}: `from {module} import {name}` fails"
+
+
+@pytest.mark.parametrize(("place", "arguments"), COMMANDS, ids=lambda v: str(v))
+def test_documented_command_line_parses(place: str, arguments: str) -> None:
+    """The CLI's parser accepts the command as documented (placeholders such as <region> stand for a value)."""
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            build_parser().parse_args(shlex.split(re.sub(r"<[^>]+>", "x", arguments)))
+        except SystemExit as error:
+            assert error.code == 0, f"{place}: `inference-tiers {arguments}`: {errors.getvalue().strip()}"

@@ -10,35 +10,65 @@ from typing import Any
 
 import yaml
 
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    DEFAULT_ADDON_VERSIONS,
+    INFERENCE_ADDON,
+    OPERATOR_ADDON_BUILDS,
+    fields_missing_from,
+    rendered_operator_fields,
+)
 from tests.harness import DATA_DIR
 
 DATA = DATA_DIR / "hyperpod"
 
 
+# The CRD each supported add-on build meets (tests/data/hyperpod/SOURCE.md: the chart whose CRD each build
+# carries, OPERATOR_ADDON_BUILDS).
+CRD_FILES = {
+    build: f"inferenceendpointconfigs-chart-{release.chart}.crd.yaml"
+    for build, release in OPERATOR_ADDON_BUILDS.items()
+}
+
+
 @cache
-def inference_endpoint_config_schema() -> dict[str, Any]:
-    """``spec.versions[v1].schema.openAPIV3Schema`` of the operator's InferenceEndpointConfig CRD (see SOURCE.md)."""
-    crd = yaml.safe_load((DATA / "inferenceendpointconfigs.crd.yaml").read_text())
+def inference_endpoint_config_schema(build: str = DEFAULT_ADDON_VERSIONS[INFERENCE_ADDON]) -> dict[str, Any]:
+    """``spec.versions[v1].schema.openAPIV3Schema`` of the InferenceEndpointConfig CRD add-on ``build`` carries
+    (see SOURCE.md); default: the build the tier pins by default."""
+    crd = yaml.safe_load((DATA / CRD_FILES[build]).read_text())
     (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     schema: dict[str, Any] = v1["schema"]["openAPIV3Schema"]
     return schema
 
 
-def validate_inference_endpoint_config(document: dict[str, Any]) -> None:
+def build_for(document: Mapping[str, Any]) -> str:
+    """The oldest supported add-on build the construct lets ``document`` meet: the first whose field minimums
+    cover what it renders. A field missing from OPERATOR_FIELD_MINIMUMS then meets the oldest CRD and fails."""
+    fields = rendered_operator_fields(document)
+    return next(b for b in OPERATOR_ADDON_BUILDS if not fields_missing_from(b, fields))
+
+
+def validate_inference_endpoint_config(document: dict[str, Any], build: str | None = None) -> None:
+    """``document`` is valid for, and loses no field on, the CRD of add-on ``build`` (default: :func:`build_for`)."""
     import jsonschema
 
+    build = build or build_for(document)
     assert document["apiVersion"] == "inference.sagemaker.aws.amazon.com/v1"
     assert document["kind"] == "InferenceEndpointConfig"
-    jsonschema.Draft7Validator(inference_endpoint_config_schema()).validate(document)
+    jsonschema.Draft7Validator(inference_endpoint_config_schema(build)).validate(document)
+    assert pruned_fields(document, build=build) == [], f"fields the CRD of {build} does not declare"
 
 
-def pruned_fields(value: Any, schema: dict[str, Any] | None = None, path: str = "") -> list[str]:
+def pruned_fields(
+    value: Any, schema: dict[str, Any] | None = None, path: str = "", *, build: str | None = None
+) -> list[str]:
     """Fields of ``value`` the API server would drop: a structural CRD schema keeps only declared properties
     (unless ``x-kubernetes-preserve-unknown-fields`` or ``additionalProperties``), which jsonschema does not
-    check. ``schema`` defaults to the InferenceEndpointConfig v1 schema (``metadata`` is the API server's own)."""
+    check (kubectl's strict field validation rejects them instead). ``schema`` defaults to the
+    InferenceEndpointConfig v1 schema of add-on ``build`` (default :func:`build_for`; ``metadata`` is the API
+    server's own)."""
     if schema is None:
+        schema = inference_endpoint_config_schema(build or build_for(value))
         value = {k: v for k, v in value.items() if k != "metadata"}
-        schema = inference_endpoint_config_schema()
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return []
     if isinstance(value, dict):

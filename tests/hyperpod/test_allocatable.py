@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import yaml
 
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX
 from inference_tiers.k8s.allocatable import Resources, node_allocatable, pod_requests
@@ -20,7 +21,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     render_inference_endpoint_config,
 )
 from tests.harness import TierBuild
-from tests.hyperpod.support import manifest_documents
+from tests.hyperpod.support import DATA, manifest_documents
 
 CASES = [
     (name, threads, tp)
@@ -93,3 +94,26 @@ def test_the_tier_sizes_the_model_pod_for_the_threads_it_runs(tier_build: Callab
     # cdk.json runs one thread per core: fewer CPUs than the node's physical cores.
     assert settings.threads_per_core == 1
     assert int(requests["cpu"]) < GPU_INSTANCE_TYPES[name].vcpus // 2
+
+
+@pytest.mark.parametrize(
+    ("plugin", "values"),
+    [
+        ("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin-v0.5.20.values.yaml"),
+        ("nvidia-device-plugin", "nvidia-device-plugin-0.16.1.values.yaml"),
+    ],
+)
+def test_device_plugin_budgets_are_the_requests_of_the_charts_hyperpod_pins(plugin: str, values: str) -> None:
+    """The label names the chart version the HyperPod dependency chart pins (its Chart.yaml at
+    sagemaker-hyperpod-cli 011ca927), and the figures are that chart's default requests (tests/data/hyperpod/
+    SOURCE.md); the HyperPod chart's values.yaml sets no resources for either."""
+    chart = yaml.safe_load((DATA / "HyperPodHelmChart.Chart.yaml").read_text())
+    (pinned,) = [d["version"] for d in chart["dependencies"] if d["name"] == plugin]
+    (label,) = [k for k in HYPERPOD_NODE_DAEMONSETS if k.startswith(f"{plugin} ")]
+    assert f"pin {pinned}" in label
+    assert values.removesuffix(".values.yaml").endswith(pinned)
+    requests = (yaml.safe_load((DATA / values).read_text())["resources"] or {}).get("requests", {})
+    assert HYPERPOD_NODE_DAEMONSETS[label] == Resources(
+        cpu_millicores=int(requests.get("cpu", "0m").removesuffix("m")),
+        memory_mib=int(requests.get("memory", "0Mi").removesuffix("Mi")),
+    )

@@ -24,15 +24,27 @@ from inference_tiers.constructs import (
 )
 from inference_tiers.constructs.eks.cluster import as_cluster_ref
 from inference_tiers.constructs.hyperpod.dependencies import MISSING_CHART_PLACEHOLDER
+from inference_tiers.constructs.hyperpod.inference_operator import DEFAULT_ADDON_VERSIONS, INFERENCE_ADDON
 from inference_tiers.constructs.hyperpod.network import hyperpod_ips_per_instance
-from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, S3ModelSource, VllmWorker
-from tests.hyperpod.support import depends_on, logical_ids, only, write_minimal_chart
+from inference_tiers.k8s.hyperpod_inference import InferenceEndpoint, RequestLimits, S3ModelSource, VllmWorker
+from tests.hyperpod.support import (
+    depends_on,
+    logical_ids,
+    only,
+    validate_inference_endpoint_config,
+    write_minimal_chart,
+)
 
 P5 = HyperPodInstanceGroup(name="p5", instance_type="ml.p5.48xlarge", instance_count=2)
 
 
 class Parts:
-    def __init__(self, chart_dir: Path, groups: tuple[HyperPodInstanceGroup, ...] = (P5,)) -> None:
+    def __init__(
+        self,
+        chart_dir: Path,
+        groups: tuple[HyperPodInstanceGroup, ...] = (P5,),
+        operator_build: str = DEFAULT_ADDON_VERSIONS[INFERENCE_ADDON],
+    ) -> None:
         self.app = cdk.App(context={"aws:cdk:bundling-stacks": []})
         self.stack = cdk.Stack(self.app, "Test")
         self.network = HyperPodNetwork(self.stack, "Network", availability_zone_id="use1-az4")
@@ -62,10 +74,14 @@ class Parts:
             dependency_chart=self.chart,
         )
         self.operator = HyperPodInferenceOperator(
-            self.stack, "Operator", cluster=self.cluster, hyperpod_cluster=self.hyperpod
+            self.stack,
+            "Operator",
+            cluster=self.cluster,
+            hyperpod_cluster=self.hyperpod,
+            addon_versions={**DEFAULT_ADDON_VERSIONS, INFERENCE_ADDON: operator_build},
         )
 
-    def endpoint(self, instance_type: str) -> HyperPodModelEndpoint:
+    def endpoint(self, instance_type: str, **options: Any) -> HyperPodModelEndpoint:
         return HyperPodModelEndpoint(
             self.stack,
             "Model",
@@ -77,6 +93,7 @@ class Parts:
                 instance_types=(instance_type,),
                 model_source=S3ModelSource(bucket_name="weights", region="us-east-1", location="qwen"),
                 worker=VllmWorker(image="vllm/vllm-openai:v0.10.1", tensor_parallel_size=1),
+                **options,
             ),
         )
 
@@ -115,6 +132,34 @@ def test_model_instance_type_must_be_in_an_instance_group(chart_dir: Path) -> No
         r"instance type of the HyperPod cluster's instance groups: ml.p5.48xlarge",
     ):
         parts.endpoint("ml.g6e.12xlarge")
+
+
+def test_a_field_the_pinned_add_on_build_lacks_is_refused_at_synth(chart_dir: Path) -> None:
+    """spec.worker.requestLimits is in the operator CRD from chart 2.1.0 (sagemaker-hyperpod-cli d5e7256), not
+    in chart 2.0.0's (51b8dd2), which add-on v1.0.0-eksbuild.1 carries: kubectl would reject the manifest."""
+    limits = RequestLimits(max_concurrent_requests=32)
+    with pytest.raises(
+        ValueError,
+        match=r"HyperPodModelEndpoint: parameter 'endpoint.request_limits' got a RequestLimits; expected an "
+        r"endpoint without spec.worker.requestLimits \(request limits\): amazon-sagemaker-hyperpod-inference "
+        r"v1.0.0-eksbuild.1 ships operator 3.0 \(chart 2.0.0, CRD at 51b8dd2\), whose CRD lacks it \(first in "
+        r"operator 3.1 \(chart 2.1.0, CRD at d5e7256\)\); pin amazon-sagemaker-hyperpod-inference "
+        r"v2.0.0-eksbuild.2 or later to use it",
+    ):
+        Parts(chart_dir).endpoint("ml.p5.48xlarge", request_limits=limits)
+    model = Parts(chart_dir, operator_build="v2.0.0-eksbuild.2").endpoint(
+        "ml.p5.48xlarge", request_limits=limits
+    )
+    validate_inference_endpoint_config(model.document, "v2.0.0-eksbuild.2")
+
+
+def test_an_add_on_build_of_unknown_operator_is_refused(chart_dir: Path) -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"HyperPodInferenceOperator: parameter 'addon_versions\[amazon-sagemaker-hyperpod-inference\]' got "
+        r"'v1.1.0-eksbuild.1'; expected a build whose operator is known: v1.0.0-eksbuild.1, v2.0.0-eksbuild.2",
+    ):
+        Parts(chart_dir, operator_build="v1.1.0-eksbuild.1")
 
 
 def test_custom_taints_with_deep_health_checks_are_rejected() -> None:

@@ -22,6 +22,8 @@ FEATURES_ON = (
     "hyperpod.routing_strategy=session",
     "hyperpod.instance_type=ml.p5.48xlarge",
     "hyperpod.prefill_decode=true",
+    "hyperpod.max_concurrent_requests=32",
+    "hyperpod.operator_addon_version=v2.0.0-eksbuild.2",
 )
 
 
@@ -42,25 +44,39 @@ def test_the_default_tier_turns_on_no_operator_feature() -> None:
 
 def test_each_chosen_feature_is_checked_against_the_pinned_operator_build() -> None:
     req = _operator_only(tier_requirements("hyperpod", *FEATURES_ON))
-    assert {(f.feature, f.set_by) for f in req.addon_features} == {
-        ("the KV cache (kvCacheSpec)", "hyperpod.kv_cache_l2"),
-        ("intelligent routing (intelligentRoutingSpec)", "hyperpod.routing_strategy"),
-        ("prefill/decode (pdSpec)", "hyperpod.prefill_decode"),
+    assert req.eks_addons[0].version == "v2.0.0-eksbuild.2"
+    assert {(f.feature, f.set_by, f.minimum_version) for f in req.addon_features} == {
+        ("the KV cache (kvCacheSpec)", "hyperpod.kv_cache_l2", "v1.0.0-eksbuild.1"),
+        ("intelligent routing (intelligentRoutingSpec)", "hyperpod.routing_strategy", "v1.0.0-eksbuild.1"),
+        ("prefill/decode (pdSpec)", "hyperpod.prefill_decode", "v2.0.0-eksbuild.2"),
+        ("request limits (requestLimits)", "hyperpod.max_concurrent_requests", "v2.0.0-eksbuild.2"),
     }
     clients = StubClients()
-    _answer(clients, "v1.0.0-eksbuild.1", "v1.2.0-eksbuild.1")
+    _answer(clients, "v1.0.0-eksbuild.1", "v2.0.0-eksbuild.2")
+    results = check_eks_addons(clients, dataclasses.replace(req, kubernetes_version=K8S))
+    clients.assert_done()
+    assert [r.status for r in results] == ["pass"] * 5
+
+
+def test_a_rendered_field_no_offered_build_has_fails_preflight() -> None:
+    """Only v1.0.0-eksbuild.1 (operator 3.0, whose CRD lacks spec.pdSpec and spec.worker.requestLimits) is
+    offered for the cluster's Kubernetes version: the fields the tier renders would be rejected, so it fails."""
+    req = _operator_only(tier_requirements("hyperpod", *FEATURES_ON))
+    clients = StubClients()
+    _answer(clients, "v1.0.0-eksbuild.1")
     results = {
         r.check: r for r in check_eks_addons(clients, dataclasses.replace(req, kubernetes_version=K8S))
     }
-    clients.assert_done()
     prefix = f"EKS add-on {INFERENCE_ADDON}"
-    assert results[prefix].status == "pass"
-    assert results[f"{prefix}: the KV cache (kvCacheSpec)"].status == "pass"
-    assert results[f"{prefix}: intelligent routing (intelligentRoutingSpec)"].status == "pass"
-    # No public source names the first build with pdSpec: a warning that says how to confirm it.
-    pd = results[f"{prefix}: prefill/decode (pdSpec)"]
-    assert pd.status == "warn" and "hyperpod.prefill_decode" in pd.detail
-    assert pd.fix.startswith("after the add-on is installed: kubectl explain inferenceendpointconfig.spec")
+    for feature, key in (
+        ("prefill/decode (pdSpec)", "hyperpod.prefill_decode"),
+        ("request limits (requestLimits)", "hyperpod.max_concurrent_requests"),
+    ):
+        result = results[f"{prefix}: {feature}"]
+        assert result.status == "fail"
+        assert result.detail.startswith(f"no build from v2.0.0-eksbuild.2 on is offered for Kubernetes {K8S}")
+        assert result.fix.startswith(f"turn {key} off")
+    assert results[prefix].status == "fail"  # the pinned build itself is not offered either
 
 
 PIN = AddonPin(INFERENCE_ADDON, "v1.0.0-eksbuild.1", "module:PINS")

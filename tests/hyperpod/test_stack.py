@@ -135,8 +135,17 @@ def test_model_manifest_follows_the_inference_addon(template: Mapping[str, Any])
 
 
 def test_model_manifest_validates_against_the_crd(template: Mapping[str, Any]) -> None:
+    """The default tier meets the default add-on build v1.0.0-eksbuild.1, whose CRD is operator 3.0's: no
+    spec.worker.requestLimits (first in chart 2.1.0), which kubectl's strict validation would reject."""
     (document,) = manifest_documents(template)
-    validate_inference_endpoint_config(document)
+    (addon,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EKS::Addon"
+        and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"
+    ]
+    assert addon["AddonVersion"] == "v1.0.0-eksbuild.1"
+    validate_inference_endpoint_config(document, addon["AddonVersion"])
     spec = document["spec"]
     assert spec["instanceType"] == "ml.g5.48xlarge"
     assert spec["endpointName"] == "llama-3-1-8b-instruct"
@@ -446,6 +455,8 @@ def test_prometheus_fsx_variant_without_registration() -> None:
             "hyperpod.fsx_file_system_id": "fs-0123456789abcdef0",
             "hyperpod.endpoint_name": "",
             "hyperpod.scaling_metric": "prometheus",
+            # Prometheus scaling on the workspace URL: the first build whose CRD accepts it (4b76719).
+            "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
             "hyperpod.instance_type": "ml.p5.48xlarge",
             "hyperpod.instance_count": 1,
         },
@@ -483,7 +494,11 @@ def test_prometheus_fsx_variant_without_registration() -> None:
         ({"hyperpod.model_source": "fsx"}, r"hyperpod.fsx_file_system_id.*when model_source is fsx"),
         ({"hyperpod.endpoint_name": ""}, r"hyperpod.scaling_metric.*prometheus when endpoint_name is null"),
         (
-            {"hyperpod.scaling_metric": "prometheus", "hyperpod.observability": False},
+            {
+                "hyperpod.scaling_metric": "prometheus",
+                "hyperpod.observability": False,
+                "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
+            },
             r"hyperpod.scaling_metric.*cloudwatch when observability is false",
         ),
         ({"hyperpod.min_replicas": 3}, r"hyperpod.min_replicas.*at most max_replicas"),
@@ -583,6 +598,7 @@ def test_grafana_imported_bucket_variant_is_clean() -> None:
             "hyperpod.model_bucket_name": "my-weights",
             "hyperpod.grafana": True,
             "hyperpod.scaling_metric": "prometheus",
+            "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
             "hyperpod.endpoint_name": "",
         },
     )

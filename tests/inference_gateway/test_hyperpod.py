@@ -67,7 +67,12 @@ GATEWAY_SETTING = {
     "max_lora_rank": 32,
     "request_timeout_seconds": 900,
 }
-GATEWAY_ON = {"hyperpod.inference_gateway": GATEWAY_SETTING, "hyperpod.scaling_metric": "prometheus"}
+GATEWAY_ON = {
+    "hyperpod.inference_gateway": GATEWAY_SETTING,
+    "hyperpod.scaling_metric": "prometheus",
+    # LoRA renders spec.kubernetes.serviceAccountName: the first build whose CRD has it.
+    "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
+}
 AMP_URL = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-12345678"
 
 

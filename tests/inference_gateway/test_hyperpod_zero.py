@@ -49,6 +49,7 @@ STACK = "InferenceTiers-HyperPod"
 ZERO = {
     "hyperpod.inference_gateway": {"pools": {"model": {"min_replicas": 0, "max_replicas": 2}}},
     "hyperpod.scaling_metric": "prometheus",
+    "hyperpod.operator_addon_version": "v2.0.0-eksbuild.2",
     "hyperpod.min_replicas": 0,
 }
 AMP_URL = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-12345678"

@@ -10,6 +10,7 @@ only writes to buckets named ``hyperpod-tls*``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Aws, CfnJson, Names, Stack
@@ -46,18 +47,115 @@ DEFAULT_ADDON_VERSIONS: Mapping[str, str] = {
     INFERENCE_ADDON: "v1.0.0-eksbuild.1",
 }
 
-# The first operator add-on build with each feature of the InferenceEndpointConfig (None: no public source names
-# one). The add-on ships operator 3.0 and later (release notes v3.0, 2026-02-23: "EKS add-on integration"), and
-# the KV cache and intelligent routing shipped before it (AWS ML blog "Managed Tiered KV Cache and Intelligent
-# Routing for Amazon SageMaker HyperPod", 2025-11-26): every add-on build has them. pdSpec is in the operator's
-# CRD from chart 2.2.2 / app 3.2 (aws/sagemaker-hyperpod-cli @ 011ca927); no source maps that to a build.
-OPERATOR_FEATURE_MINIMUMS: Mapping[str, tuple[str | None, str]] = {
-    "the KV cache (kvCacheSpec)": ("v1.0.0-eksbuild.1", "every add-on build ships operator 3.0+"),
+_CRD = (
+    "aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/inference-operator/config/crd/"
+    "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
+)
+
+
+@dataclass(frozen=True)
+class OperatorRelease:
+    """An inference operator release as its Helm chart publishes it: the chart and operator (app) version and
+    the aws/sagemaker-hyperpod-cli commit whose CRD (:data:`_CRD`) the tests validate against."""
+
+    chart: str
+    operator: str
+    commit: str
+
+    def __str__(self) -> str:
+        return f"operator {self.operator} (chart {self.chart}, CRD at {self.commit})"
+
+
+def _chart_order(release: OperatorRelease) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.chart.split("."))
+
+
+# Add-on build -> the operator release whose CRD it carries (the add-on's own CRD is not public).
+# v1.0.0-eksbuild.1: the upstream Helm-to-add-on migration script installs it (9ffefae, 2026-02-17, the day
+# after 51b8dd2 "Inference Operator AddOn ... Version Update 3.0", chart 2.0.0, image v3.0); release notes v3.0
+# (2026-02-23): "Inference Operator 3.0 introduces EKS add-on integration".
+# v2.0.0-eksbuild.2: a lower bound. The AWS Inference Gateway guide (sagemaker-hyperpod-model-deployment-
+# inference-gateway) names it the first build with the gateway and documents spec.inferenceGateway on its
+# InferenceEndpointConfig, a field no public CRD has up to chart 2.2.2 / operator 3.2 (011ca927, the last CRD
+# change): its CRD is newer than 2.2.2's, which the tests validate against.
+OPERATOR_ADDON_BUILDS: Mapping[str, OperatorRelease] = {
+    "v1.0.0-eksbuild.1": OperatorRelease("2.0.0", "3.0", "51b8dd2"),
+    "v2.0.0-eksbuild.2": OperatorRelease("2.2.2", "3.2", "011ca927"),
+}
+
+# Fields the tier renders that not every add-on build's CRD has: the first release whose CRD (:data:`_CRD`
+# at that commit) declares the field, and the construct parameter / tier key that renders it. Without
+# x-kubernetes-preserve-unknown-fields, kubectl's strict field validation rejects a field the CRD lacks.
+OPERATOR_FIELD_MINIMUMS: Mapping[str, tuple[OperatorRelease, str]] = {
+    "spec.worker.requestLimits": (OperatorRelease("2.1.0", "3.1", "d5e7256"), "request limits"),
+    "spec.kubernetes.serviceAccountName": (OperatorRelease("2.1.1", "3.1", "4b76719"), "LoRA adapters"),
+    "spec.pdSpec": (OperatorRelease("2.2.1", "3.2", "959b62b"), "prefill/decode"),
+    # The field is older, but until 4b76719 its serverAddress pattern wanted a path segment after the
+    # workspace id, and the tier renders the AMP workspace URL (.../workspaces/ws-<id>) the later CRDs accept.
+    "spec.autoScalingSpec.prometheusTrigger": (
+        OperatorRelease("2.1.1", "3.1", "4b76719"),
+        "Prometheus scaling on an AMP workspace URL",
+    ),
+    "spec.autoScalingSpec.prometheusTriggerList": (
+        OperatorRelease("2.1.1", "3.1", "4b76719"),
+        "Prometheus scaling on an AMP workspace URL",
+    ),
+}
+
+
+def first_build_with(field: str) -> str:
+    """The first add-on build of :data:`OPERATOR_ADDON_BUILDS` whose CRD declares ``field``."""
+    minimum, _ = OPERATOR_FIELD_MINIMUMS[field]
+    return min(
+        (b for b, r in OPERATOR_ADDON_BUILDS.items() if _chart_order(r) >= _chart_order(minimum)),
+        key=lambda b: _chart_order(OPERATOR_ADDON_BUILDS[b]),
+    )
+
+
+def fields_missing_from(build: str, fields: Sequence[str]) -> list[str]:
+    """Those of ``fields`` (keys of :data:`OPERATOR_FIELD_MINIMUMS`) the CRD of add-on ``build`` lacks."""
+    release = OPERATOR_ADDON_BUILDS[build]
+    return [f for f in fields if _chart_order(release) < _chart_order(OPERATOR_FIELD_MINIMUMS[f][0])]
+
+
+def rendered_operator_fields(document: Mapping[str, Any]) -> list[str]:
+    """The keys of :data:`OPERATOR_FIELD_MINIMUMS` present in the ``InferenceEndpointConfig`` ``document``."""
+
+    def present(value: Any, parts: list[str]) -> bool:
+        return not parts or (
+            isinstance(value, Mapping) and parts[0] in value and present(value[parts[0]], parts[1:])
+        )
+
+    return [f for f in OPERATOR_FIELD_MINIMUMS if present(document, f.split("."))]
+
+
+def field_feature(field: str) -> str:
+    """The feature name preflight reports for ``field`` of :data:`OPERATOR_FIELD_MINIMUMS`."""
+    return f"{OPERATOR_FIELD_MINIMUMS[field][1]} ({field.rsplit('.', 1)[-1]})"
+
+
+def field_refusal(build: str, field: str) -> str:
+    """What is accepted instead of ``field`` on add-on ``build``: the text of the synth-time error."""
+    minimum, what = OPERATOR_FIELD_MINIMUMS[field]
+    return (
+        f"an endpoint without {field} ({what}): {INFERENCE_ADDON} {build} ships "
+        f"{OPERATOR_ADDON_BUILDS[build]}, whose CRD lacks it (first in {minimum}); pin {INFERENCE_ADDON} "
+        f"{first_build_with(field)} or later to use it"
+    )
+
+
+# The first operator add-on build with each feature of the InferenceEndpointConfig, and the evidence.
+# kvCacheSpec and intelligentRoutingSpec entered the CRD in 3d2049b (2025-10-28), before operator 3.0.
+OPERATOR_FEATURE_MINIMUMS: Mapping[str, tuple[str, str]] = {
+    "the KV cache (kvCacheSpec)": ("v1.0.0-eksbuild.1", "CRD has it since 3d2049b, before operator 3.0"),
     "intelligent routing (intelligentRoutingSpec)": (
         "v1.0.0-eksbuild.1",
-        "every add-on build ships operator 3.0+",
+        "CRD has it since 3d2049b, before operator 3.0",
     ),
-    "prefill/decode (pdSpec)": (None, "operator CRD has it from app 3.2, sagemaker-hyperpod-cli@011ca927"),
+    **{
+        field_feature(field): (first_build_with(field), f"CRD has {field} from {minimum}")
+        for field, (minimum, _) in OPERATOR_FIELD_MINIMUMS.items()
+    },
 }
 
 # HyperPod taints nodes with this key while deep health checks run and when its health agent finds a fault;
@@ -134,8 +232,17 @@ class HyperPodInferenceOperator(Construct):
                 sorted(versions),
                 f"a version for each of {', '.join(sorted(DEFAULT_ADDON_VERSIONS))} (missing {', '.join(missing)})",
             )
+        if versions[INFERENCE_ADDON] not in OPERATOR_ADDON_BUILDS:
+            raise args.error(
+                f"addon_versions[{INFERENCE_ADDON}]",
+                versions[INFERENCE_ADDON],
+                f"a build whose operator is known: {', '.join(OPERATOR_ADDON_BUILDS)} (OPERATOR_ADDON_BUILDS)",
+            )
         super().__init__(scope, construct_id)
         self._cluster = cluster
+        self.addon_version: str = versions[INFERENCE_ADDON]
+        """The pinned ``amazon-sagemaker-hyperpod-inference`` build (a key of :data:`OPERATOR_ADDON_BUILDS`):
+        the ``InferenceEndpointConfig`` fields its CRD has bound what an endpoint may render."""
         suffix = Names.unique_id(self)[-8:].lower()
 
         self.tls_bucket = private_bucket(

@@ -12,7 +12,12 @@ from constructs import Construct
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.constructs.hyperpod.cluster import HyperPodCluster
-from inference_tiers.constructs.hyperpod.inference_operator import HyperPodInferenceOperator
+from inference_tiers.constructs.hyperpod.inference_operator import (
+    HyperPodInferenceOperator,
+    field_refusal,
+    fields_missing_from,
+    rendered_operator_fields,
+)
 from inference_tiers.k8s.hyperpod_inference import (
     USER_ASSIGNABLE_LABEL,
     InferenceEndpoint,
@@ -22,6 +27,15 @@ from inference_tiers.k8s.hyperpod_inference import (
 )
 from inference_tiers.k8s.inference_gateway_lora import lora_service_account
 from inference_tiers.validation import Args
+
+# The InferenceEndpoint parameter that renders each field of OPERATOR_FIELD_MINIMUMS.
+_ENDPOINT_PARAMS = {
+    "spec.worker.requestLimits": "request_limits",
+    "spec.kubernetes.serviceAccountName": "lora",
+    "spec.pdSpec": "prefill_decode",
+    "spec.autoScalingSpec.prometheusTrigger": "autoscaling",
+    "spec.autoScalingSpec.prometheusTriggerList": "autoscaling",
+}
 
 
 class HyperPodModelEndpoint(Construct):
@@ -84,10 +98,17 @@ class HyperPodModelEndpoint(Construct):
             args.implements("adapter_key", adapter_key, kms.IKey)
             if endpoint.lora is None:
                 raise args.error("adapter_key", adapter_key, "None when the endpoint has no lora adapters")
+        document = render_inference_endpoint_config(endpoint)
+        # The pinned add-on's CRD must declare every field: kubectl's strict validation rejects the others.
+        for field in fields_missing_from(operator.addon_version, rendered_operator_fields(document)):
+            param = _ENDPOINT_PARAMS[field]
+            raise args.error(
+                f"endpoint.{param}", getattr(endpoint, param), field_refusal(operator.addon_version, field)
+            )
         super().__init__(scope, construct_id)
         self.endpoint = endpoint
         """The ``InferenceEndpoint`` this construct applies."""
-        self.document = render_inference_endpoint_config(endpoint)
+        self.document = document
         """The rendered ``InferenceEndpointConfig`` object that :attr:`manifest` applies."""
         # Creation-only fields rename the custom resource too: CloudFormation then creates the new object and
         # deletes the old one (an update would `kubectl apply --prune`, whose default allowlist has no custom
