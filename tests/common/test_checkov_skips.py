@@ -267,7 +267,9 @@ def test_eks_tiers_kubectl_handler_gets_its_framework_skips(
 def test_sagemaker_model_skips_network_isolation_only_for_hub_weights(
     tier: str, tier_build: Callable[[str], TierBuild]
 ) -> None:
-    [s3_model] = tier_build(tier).template().find_resources("AWS::SageMaker::Model").values()
+    # S3 weights: the endpoint exists once asked for (the default first deploy builds none over an empty bucket)
+    _, s3_stacks = make_app(tier=tier, **{"sagemaker.create_endpoint": True})
+    [s3_model] = Template.from_stack(s3_stacks[0]).find_resources("AWS::SageMaker::Model").values()
     assert s3_model["Properties"]["EnableNetworkIsolation"] is True
     assert "checkov" not in s3_model.get("Metadata", {})
     _, stacks = make_app(tier=tier, **{"sagemaker.model_source": "hub"})

@@ -133,7 +133,9 @@ def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) 
     )
     configs = [config(stub), rate_limited]
     policies = rendered_policies(configs)
-    assert len(policies["RetryPolicy"]) == 2 and len(policies["AllowedFailsPolicy"]) == 1, policies
+    # one retry policy per group with a limit or fallbacks; one allowed-fails policy per deployment of the group
+    # with fallbacks (primary and the fallback's copy)
+    assert len(policies["RetryPolicy"]) == 2 and len(policies["AllowedFailsPolicy"]) == 2, policies
     # The container's environment: without LITELLM_LOCAL_MODEL_COST_MAP the import fetches the cost map, and
     # offline its warning reaches a logging filter that, under load, imports litellm.rust_bridge.catalog while it
     # is half initialised (ImportError, seen with three workers).
@@ -156,17 +158,22 @@ def test_a_model_with_a_fallback_carries_its_own_cooldown(stub: StubBackend) -> 
     """The deployment's model_info, exactly: LiteLLM 1.104.0 reads allowed_fails_policy there
     (router_utils/cooldown_handlers.py:103-123, one key per error class :76-87) and cooldown_time before the
     response's retry-after and the router-wide value (router.py:8190-8211, cooldown_handlers.py:175-187)."""
-    primary, fallback = config(stub)["model_list"]
-    assert primary["model_info"] == {
-        "allowed_fails_policy": {
-            "TimeoutErrorAllowedFails": ALLOWED_FAILS,
-            "RateLimitErrorAllowedFails": ALLOWED_FAILS,
-            "InternalServerErrorAllowedFails": ALLOWED_FAILS,
-            "ServiceUnavailableErrorAllowedFails": ALLOWED_FAILS,
-            "BadGatewayErrorAllowedFails": ALLOWED_FAILS,
-        },
-        "cooldown_time": COOLDOWN_SECONDS,
-    }
+    primary, fallback_copy, fallback = config(stub)["model_list"]
+    assert primary["model_name"] == fallback_copy["model_name"] == "primary"
+    assert (
+        primary["model_info"]
+        == fallback_copy["model_info"]
+        == {
+            "allowed_fails_policy": {
+                "TimeoutErrorAllowedFails": ALLOWED_FAILS,
+                "RateLimitErrorAllowedFails": ALLOWED_FAILS,
+                "InternalServerErrorAllowedFails": ALLOWED_FAILS,
+                "ServiceUnavailableErrorAllowedFails": ALLOWED_FAILS,
+                "BadGatewayErrorAllowedFails": ALLOWED_FAILS,
+            },
+            "cooldown_time": COOLDOWN_SECONDS,
+        }
+    )
     assert "model_info" not in fallback
 
 

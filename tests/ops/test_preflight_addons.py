@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inference_tiers.config import TIER_ORDER, AccountRequirements, AddonPin
+from inference_tiers.config import TIER_ORDER, AccountRequirements, AddonPin, tier_defaults
 from inference_tiers.constructs.eks.cluster import AddonVersions
 from inference_tiers.ops.eks_addons import check_eks_addons, version_order
 from tests.harness import TierBuild
@@ -158,6 +158,9 @@ def test_version_order() -> None:
 
 
 def _pinned_value(pin: AddonPin) -> str:
+    """The value where ``pin.pinned_in`` says it is set: a ``module:CONSTANT`` or a context key (its default)."""
+    if ":" not in pin.pinned_in:
+        return str(tier_defaults()[pin.pinned_in])
     module, _, attribute = pin.pinned_in.partition(":")
     value = getattr(importlib.import_module(module), attribute)
     if isinstance(value, AddonVersions):
