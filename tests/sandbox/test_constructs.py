@@ -131,16 +131,19 @@ def test_controller_refuses_a_string_or_an_unfetched_directory(base: dict[str, A
 def test_tenant_refuses(base: dict[str, Any], kwargs: dict[str, Any], param: str, accepted: str) -> None:
     if kwargs.get("isolation") == "other":
         kwargs = {"isolation": base["other_isolation"]}
-    props = {
+    with pytest.raises(ArgumentError, match=rf"SandboxTenant: parameter '{param}' got .*{accepted}"):
+        SandboxTenant(base["stack"], _id(), **tenant_props(base, **{"name": "t", **kwargs}))
+
+
+def tenant_props(base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """SandboxTenant's keyword arguments on the shared test cluster, with ``overrides``."""
+    return {
         "cluster": base["eks"].cluster,
         "controller": base["controller"],
         "isolation": base["isolation"],
         "tenancy": TENANCY,
-        "name": "t",
-        **kwargs,
+        **overrides,
     }
-    with pytest.raises(ArgumentError, match=rf"SandboxTenant: parameter '{param}' got .*{accepted}"):
-        SandboxTenant(base["stack"], _id(), **props)
 
 
 @pytest.mark.parametrize(
@@ -181,13 +184,7 @@ def test_a_tenant_in_someone_elses_app_gets_its_role_and_objects(base: dict[str,
 
 
 def test_a_second_tenant_of_the_same_name_on_the_cluster_is_refused(base: dict[str, Any]) -> None:
-    props = {
-        "cluster": base["eks"].cluster,
-        "controller": base["controller"],
-        "isolation": base["isolation"],
-        "tenancy": TENANCY,
-        "name": "twice",
-    }
+    props = tenant_props(base, name="twice")
     first = SandboxTenant(base["stack"], _id(), **props)
     with pytest.raises(
         ArgumentError,
