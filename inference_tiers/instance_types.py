@@ -8,7 +8,14 @@ the EC2 user guide's "Maximize network bandwidth" table (network cards), and the
 
 from __future__ import annotations
 
+import difflib
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import botocore
+import botocore.session
 
 from inference_tiers.config import ConfigError
 
@@ -89,6 +96,32 @@ GPU_INSTANCE_TYPES: dict[str, GpuInstanceType] = {
 }
 
 SAGEMAKER_PREFIX = "ml."
+# The names of botocore's sagemaker service-model enums that list what each SageMaker API accepts.
+ENDPOINT_INSTANCE_TYPES = "ProductionVariantInstanceType"
+"""CreateEndpointConfig's ``ProductionVariant.InstanceType`` (and its ``InstancePools``)."""
+CLUSTER_INSTANCE_TYPES = "ClusterInstanceType"
+"""CreateCluster's ``ClusterInstanceGroupSpecification.InstanceType`` (HyperPod)."""
+
+
+@functools.cache
+def sagemaker_instance_types(shape: str) -> frozenset[str]:
+    """The instance types SageMaker's ``shape`` enum accepts, read from the installed botocore's service model."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for(shape).enum)
+
+
+def closest(name: object, choices: Iterable[str]) -> str:
+    """Up to three of ``choices`` nearest to ``name``, for an error message that cannot list them all."""
+    matches = difflib.get_close_matches(str(name), sorted(choices), n=3, cutoff=0.5)
+    return f" (closest: {', '.join(matches)})" if matches else ""
+
+
+def unknown_sagemaker_instance_type(name: object, shape: str) -> str | None:
+    """None when ``name`` is in SageMaker's ``shape`` enum; otherwise what is accepted, with the closest names."""
+    valid = sagemaker_instance_types(shape)
+    if name in valid:
+        return None
+    return f"an instance type of SageMaker's {shape} (botocore {botocore.__version__}){closest(name, valid)}"
 
 
 def find_gpu_instance_type(name: str) -> GpuInstanceType | None:
@@ -102,8 +135,19 @@ def gpu_instance_type(name: str, *, key: str = "instance_type", sagemaker: bool 
     ``sagemaker=True`` requires the ``ml.`` prefix SageMaker APIs expect; otherwise the EC2 name is required.
     """
     prefix = SAGEMAKER_PREFIX if sagemaker else ""
-    facts = find_gpu_instance_type(name)
+    facts = find_gpu_instance_type(name) if isinstance(name, str) else None
     if facts is None or name != prefix + facts.name:
-        accepted = ", ".join(prefix + n for n in GPU_INSTANCE_TYPES)
-        raise ConfigError(key, name, f"a GPU instance type this library knows: {accepted}")
+        raise ConfigError(key, name, known_gpu_types(name, prefix))
     return facts
+
+
+def known_gpu_types(name: object, prefix: str = SAGEMAKER_PREFIX) -> str:
+    """What a GPU instance type parameter accepts: this table's types (with ``prefix``), nearest first."""
+    known = [prefix + n for n in GPU_INSTANCE_TYPES]
+    return f"a GPU instance type this library knows{closest(name, known)}: {', '.join(known)}"
+
+
+def ml_gpu_type(key: str, raw: Any) -> str:
+    """Context-key parser: an ``ml.`` GPU instance type of the table, else a ConfigError with the closest names."""
+    gpu_instance_type(raw, key=key, sagemaker=True)
+    return str(raw)

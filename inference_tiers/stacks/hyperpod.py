@@ -82,7 +82,7 @@ from inference_tiers.constructs.hyperpod.observability import (
     OBSERVABILITY_ADDON_VERSION,
     HyperPodObservability,
 )
-from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType
+from inference_tiers.instance_types import GPU_INSTANCE_TYPES, SAGEMAKER_PREFIX, GpuInstanceType, ml_gpu_type
 from inference_tiers.k8s.hyperpod_inference import (
     CREATION_SUFFIX_LENGTH,
     ELASTICACHE_URL,
@@ -119,7 +119,6 @@ from inference_tiers.k8s.inference_gateway_settings import (
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-HyperPod"
-_ML_GPU_TYPES = tuple(SAGEMAKER_PREFIX + name for name in GPU_INSTANCE_TYPES)
 _K8S_NAME = r"[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?"
 
 
@@ -137,7 +136,7 @@ class HyperPodSettings:
         ipv4_cidr(16, 28),
         "secondary VPC CIDR used whole as the HyperPod subnet (81 IPs per ml.p5.48xlarge)",
     )
-    instance_type: str = setting(choice(*_ML_GPU_TYPES), "instance type of the HyperPod instance group")
+    instance_type: str = setting(ml_gpu_type, "instance type of the HyperPod instance group")
     instance_count: int = setting(integer(1, 64), "instances in the HyperPod instance group")
     threads_per_core: int = setting(integer(1, 2), "threads per CPU core (1 disables hyperthreading)")
     ebs_volume_gb: int = setting(integer(100, 16384), "secondary EBS volume per instance (/opt/sagemaker)")
@@ -185,7 +184,7 @@ class HyperPodSettings:
         "register a SageMaker endpoint of this name; null: load balancer only",
     )
     instance_type_priority: tuple[str, ...] = setting(
-        items(choice(*_ML_GPU_TYPES), max_items=8),
+        items(ml_gpu_type, max_items=8),
         "instance types in order of preference (spec.instanceTypes); empty: instance_type",
     )
     min_replicas: int = setting(integer(0, 64), "autoscaling minimum replicas")

@@ -187,6 +187,26 @@ def test_every_construct_has_at_least_five_misuse_cases() -> None:
     assert len(counts) == 5 and all(count >= 5 for count in counts.values()), counts
 
 
+@pytest.mark.parametrize(
+    ("instance_type", "match"),
+    [
+        ("ml.p5.48xlarg", r"ClusterInstanceType .*\(closest: ml.p5.48xlarge"),
+        ("p5.48xlarge", r"ClusterInstanceType .*\(closest: ml.p5.48xlarge"),
+        ("ml.g6e.12xlarge ", r"ClusterInstanceType .*\(closest: ml.g6e.12xlarge"),
+    ],
+)
+def test_instance_group_type_is_one_hyperpod_accepts(instance_type: str, match: str) -> None:
+    """The enum is CreateCluster's ClusterInstanceType in botocore 1.44.8 (constraints.txt), file
+    botocore/data/sagemaker/2017-07-24/service-2.json, read at synth; CPU groups stay allowed."""
+    assert_refused(
+        lambda: HyperPodInstanceGroup(name="g", instance_type=instance_type, instance_count=1),
+        "HyperPodInstanceGroup",
+        "instance_type",
+        match,
+    )
+    assert HyperPodInstanceGroup(name="cpu", instance_type="ml.m5.xlarge", instance_count=1)
+
+
 def test_metric_of_an_unregistered_endpoint_is_refused(env: Env) -> None:
     model = env.build(HyperPodModelEndpoint)
     assert_refused(
@@ -296,6 +316,8 @@ PART_CASES: list[tuple[type, dict[str, Any], dict[str, Any], str, str]] = [
     (InferenceEndpoint, MODEL, {"name": "Llama_70B"}, "name", r"lowercase letters"),
     (InferenceEndpoint, MODEL, {"instance_types": "ml.p5.48xlarge"}, "instance_types", r"not a list"),
     (InferenceEndpoint, MODEL, {"instance_types": ("p5.48xlarge",)}, "instance_types[0]", r"GPU instance type"),
+    (InferenceEndpoint, MODEL, {"instance_types": ("ml.p5.48xlarg",)}, "instance_types[0]",
+     r"GPU instance type this library knows \(closest: ml.p5.48xlarge"),
     (InferenceEndpoint, MODEL, {"model_source": "s3://weights"}, "model_source", r"an S3ModelSource"),
     (InferenceEndpoint, MODEL, {"worker": WORKER}, "worker", r"a VllmWorker"),
     (InferenceEndpoint, MODEL, {"replicas": 0}, "replicas", r"at least 1"),

@@ -527,6 +527,15 @@ def test_prometheus_fsx_variant_without_registration() -> None:
             r"'hyperpod.vpc_cidr': got '10.192.0.0/19'; expected .* /16 to /18",
         ),
         ({"hyperpod.vpc_cidr": "10.192.0.1/16"}, r"'hyperpod.vpc_cidr': got '10.192.0.1/16'"),
+        # A mistyped instance type is named with the closest of the GPU types the tier can size.
+        (
+            {"hyperpod.instance_type": "ml.g5.48xlarg"},
+            r"'hyperpod.instance_type': got 'ml.g5.48xlarg'; expected .*\(closest: ml.g5.48xlarge",
+        ),
+        (
+            {"hyperpod.instance_type_priority": ["ml.g5.48xlarge", "ml.g5.48xl"]},
+            r"'hyperpod.instance_type_priority\[1\]': got 'ml.g5.48xl'; expected .*\(closest: ml.g5.48xlarge",
+        ),
         ({"hyperpod.hyperpod_subnet_cidr": "10.1.0.0/29"}, r"'hyperpod.hyperpod_subnet_cidr'.* /16 to /28"),
         (
             {"hyperpod.vllm_image": "vllm/vllm-openai:latest"},

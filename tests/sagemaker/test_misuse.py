@@ -35,6 +35,13 @@ from inference_tiers.constructs.sagemaker.engines import ResolvedImage
 from inference_tiers.constructs.sagemaker.monitoring import EndpointMonitoring
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling
 from inference_tiers.constructs.sagemaker.security import ExecutionRole
+from inference_tiers.instance_types import (
+    CLUSTER_INSTANCE_TYPES,
+    ENDPOINT_INSTANCE_TYPES,
+    GPU_INSTANCE_TYPES,
+    SAGEMAKER_PREFIX,
+    sagemaker_instance_types,
+)
 from inference_tiers.validation import ArgumentError
 from tests.misuse import assert_junk_refused_by_name_or_accepted
 
@@ -216,7 +223,18 @@ MISUSE = [
         LLM, "instance_types[0]", lambda c: llm(c, instance_types=["ml.t2.medium"]), "a GPU instance", "cpu"
     ),
     case(
-        LLM, "instance_types[0]", lambda c: llm(c, instance_types=["g6e.2xlarge"]), "a GPU instance", "no-ml"
+        LLM,
+        "instance_types[0]",
+        lambda c: llm(c, instance_types=["g6e.2xlarge"]),
+        r"ProductionVariantInstanceType .*\(closest: ml.g6e.2xlarge",
+        "no-ml",
+    ),
+    case(
+        LLM,
+        "instance_types[1]",
+        lambda c: llm(c, instance_types=["ml.g6e.2xlarge", "ml.g5.12xlarg"]),
+        r"ProductionVariantInstanceType .*\(closest: ml.g5.12xlarge",
+        "mistyped-pool",
     ),
     case(
         LLM,
@@ -976,3 +994,11 @@ def test_metrics_of_an_endpoint_named_by_a_token(ctx: Ctx) -> None:
     name = ctx.text_token()
     metric = EndpointMetrics(endpoint_name=name, variant_name="AllTraffic").invocations()
     assert resolved(ctx, metric.dimensions["EndpointName"]) == resolved(ctx, name)
+
+
+@pytest.mark.parametrize("shape", [ENDPOINT_INSTANCE_TYPES, CLUSTER_INSTANCE_TYPES])
+def test_every_gpu_type_the_library_knows_is_one_sagemaker_accepts(shape: str) -> None:
+    """botocore 1.44.8 (constraints.txt), botocore/data/sagemaker/2017-07-24/service-2.json: the enums
+    ProductionVariantInstanceType (CreateEndpointConfig) and ClusterInstanceType (CreateCluster)."""
+    missing = [n for n in GPU_INSTANCE_TYPES if SAGEMAKER_PREFIX + n not in sagemaker_instance_types(shape)]
+    assert not missing, missing

@@ -278,6 +278,12 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
             {"sagemaker.instance_types": ["ml.t2.medium"]},
             r"'sagemaker.instance_types\[0\]': got 'ml.t2.medium'",
         ),
+        # A mistyped fallback pool: SageMaker's own enum refuses it, the closest names are offered.
+        (
+            {"sagemaker.instance_types": ["ml.g6e.2xlarge", "ml.g6e.12xlarg"]},
+            r"'sagemaker.instance_types\[1\]': got 'ml.g6e.12xlarg'; expected an instance type of SageMaker's "
+            r"ProductionVariantInstanceType .*\(closest: ml.g6e.12xlarge",
+        ),
         (
             {"sagemaker.instance_types": ["ml.g5.xlarge"] * 6},
             r"'sagemaker.instance_types': got .*; expected a list of 1 to 5 items",

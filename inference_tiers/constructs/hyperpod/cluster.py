@@ -36,6 +36,7 @@ from inference_tiers.constructs.common.storage import access_logs_bucket as new_
 from inference_tiers.constructs.common.storage import private_bucket
 from inference_tiers.constructs.common.trust import regional_arn_pattern, sagemaker_principal
 from inference_tiers.constructs.hyperpod.dependencies import HyperPodDependencyChart
+from inference_tiers.instance_types import CLUSTER_INSTANCE_TYPES, unknown_sagemaker_instance_type
 from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "hyperpod"
@@ -114,13 +115,10 @@ class HyperPodInstanceGroup:
         args.text(
             "name", self.name, pattern=_GROUP_NAME.pattern, description="letters, digits and '-' (at most 63)"
         )
-        args.text(
-            "instance_type",
-            self.instance_type,
-            pattern=r"ml\.[a-z0-9-]+\.[a-z0-9]+",
-            description="a SageMaker instance type such as ml.g6e.12xlarge or ml.p5.48xlarge",
-            allow_token=False,
-        )
+        args.text("instance_type", self.instance_type, allow_token=False)
+        unknown = unknown_sagemaker_instance_type(self.instance_type, CLUSTER_INSTANCE_TYPES)
+        if unknown is not None:
+            raise args.error("instance_type", self.instance_type, unknown)
         args.integer("instance_count", self.instance_count, minimum=0, maximum=256, allow_token=True)
         args.one_of("threads_per_core", self.threads_per_core, (1, 2))
         args.integer("ebs_volume_gb", self.ebs_volume_gb, minimum=1, maximum=16384, allow_token=True)

@@ -15,10 +15,12 @@ from typing import Any, Literal
 from aws_cdk import aws_sagemaker as sagemaker
 
 from inference_tiers.instance_types import (
+    ENDPOINT_INSTANCE_TYPES,
     GPU_INSTANCE_TYPES,
-    SAGEMAKER_PREFIX,
     GpuInstanceType,
     find_gpu_instance_type,
+    known_gpu_types,
+    unknown_sagemaker_instance_type,
 )
 from inference_tiers.validation import Args
 
@@ -33,11 +35,13 @@ _RESERVATION_ARN = r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:[a-z0-9-]{1,1
 
 
 def _pool(args: Args, param: str, name: Any) -> GpuInstanceType:
-    """One ``ml.`` GPU instance type this library has the facts for."""
-    facts = find_gpu_instance_type(name) if isinstance(name, str) else None
-    if facts is None or name != SAGEMAKER_PREFIX + facts.name:
-        known = ", ".join(SAGEMAKER_PREFIX + n for n in GPU_INSTANCE_TYPES)
-        raise args.error(param, name, f"a GPU instance type this library knows: {known}")
+    """One endpoint instance type SageMaker accepts that is an ``ml.`` GPU type this library has the facts for."""
+    unknown = unknown_sagemaker_instance_type(name, ENDPOINT_INSTANCE_TYPES)
+    if unknown is not None:
+        raise args.error(param, name, unknown)
+    facts = find_gpu_instance_type(name)
+    if facts is None:
+        raise args.error(param, name, known_gpu_types(name))
     return facts
 
 
