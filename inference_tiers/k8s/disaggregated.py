@@ -27,6 +27,7 @@ from inference_tiers.k8s.inference_gateway_lora import (
     lora_service_account,
     vllm_lora_args,
 )
+from inference_tiers.ops.models import context_limit
 from inference_tiers.validation import Args, is_token
 
 T = TypeVar("T")
@@ -196,6 +197,9 @@ class DisaggregatedWorkloadSpec:
         _optional(
             self.max_model_len, lambda v: args.integer("max_model_len", v, minimum=256, maximum=10_485_760)
         )
+        beyond = context_limit(self.model_id, self.max_model_len)
+        if beyond is not None:
+            raise args.error("max_model_len", self.max_model_len, beyond)
         _optional(
             self.efa_devices,
             lambda v: args.integer("efa_devices", v, minimum=1, maximum=facts.efa_interfaces),

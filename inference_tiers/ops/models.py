@@ -59,6 +59,30 @@ PRESETS: dict[str, ModelArchitecture] = {
 }
 
 
+# Hugging Face ids of the presets' models. Their config.json's max_position_embeddings is the preset's max_context.
+HUB_MODELS: dict[str, ModelArchitecture] = {
+    "meta-llama/llama-3.1-8b": PRESETS["llama-3.1-8b"],
+    "meta-llama/llama-3.1-8b-instruct": PRESETS["llama-3.1-8b"],
+    "meta-llama/llama-3.1-70b": PRESETS["llama-3.1-70b"],
+    "meta-llama/llama-3.1-70b-instruct": PRESETS["llama-3.1-70b"],
+    "meta-llama/llama-3.3-70b-instruct": PRESETS["llama-3.3-70b"],
+    "meta-llama/llama-3.1-405b-instruct": PRESETS["llama-3.1-405b"],
+    "mistralai/mistral-7b-instruct-v0.3": PRESETS["mistral-7b"],
+    "qwen/qwen3-8b": PRESETS["qwen3-8b"],
+    "qwen/qwen3-32b": PRESETS["qwen3-32b"],
+    "qwen/qwen3-30b-a3b": PRESETS["qwen3-30b-a3b"],
+}
+
+
+def context_limit(model_id: object, max_model_len: object) -> str | None:
+    """None unless ``model_id`` is a model of :data:`HUB_MODELS` (Hugging Face ids ignore case) and
+    ``max_model_len`` is above its maximum context; then what ``max_model_len`` accepts."""
+    model = HUB_MODELS.get(model_id.lower()) if isinstance(model_id, str) else None
+    if model is None or not isinstance(max_model_len, int) or max_model_len <= model.max_context:
+        return None
+    return f"at most {model.max_context}, the maximum context of {model_id} (max_position_embeddings)"
+
+
 def preset(name: str) -> ModelArchitecture:
     try:
         return PRESETS[name]

@@ -75,6 +75,7 @@ from inference_tiers.k8s.inference_gateway_settings import (
     check_node_capacity,
     inference_gateway_setting,
 )
+from inference_tiers.ops.models import context_limit
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Disaggregated"
@@ -152,6 +153,9 @@ class DisaggregatedSettings:
         check_node_capacity(self.inference_gateway, "disaggregated.inference_gateway", self.gpu_nodes)
         # The adapters' own rules (one folder each): refused at parse time, as ConfigErrors naming the key.
         lora_from_settings("disaggregated.inference_gateway", self.inference_gateway, Aws.REGION)
+        beyond = context_limit(self.model_id, self.max_model_len)
+        if beyond is not None:
+            raise ConfigError("disaggregated.max_model_len", self.max_model_len, beyond)
         gpus = self.instance.gpus
         if self.tensor_parallel_size is not None and self.tensor_parallel_size > gpus:
             raise ConfigError(

@@ -60,6 +60,7 @@ from inference_tiers.constructs.sagemaker.scaling import ScalingOptions
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
 from inference_tiers.constructs.sagemaker.workload import BenchmarkWorkload
 from inference_tiers.ops.bench.workload import WorkloadSpec, load_workload, parse_workload
+from inference_tiers.ops.models import context_limit
 from inference_tiers.tier import Tier
 from inference_tiers.validation import Args, ArgumentError
 
@@ -213,6 +214,9 @@ class SageMakerSettings:
         if self.model_s3_uri is not None:
             with _as_context_key("model_s3_uri"):
                 ModelWeights.from_s3_uri(self.model_s3_uri)
+        beyond = context_limit(self.model_id, self.max_model_len)
+        if beyond is not None:
+            raise ConfigError(f"{KEY_PREFIX}max_model_len", self.max_model_len, beyond)
         if self.engine == "byoc" and self.image_uri is None:
             raise ConfigError(
                 f"{KEY_PREFIX}image_uri", self.image_uri, "your ECR image URI when engine is byoc"

@@ -346,6 +346,12 @@ def test_default_settings_and_account_requirements() -> None:
         ({"image_uri": "public.ecr.aws/x/vllm:latest"}, "image_uri", r"pinned tag \(not latest\)"),
         ({"router_image_uri": "localhost:5000/router"}, "router_image_uri", r"pinned tag .* or an @sha256"),
         ({"max_model_len": "100"}, "max_model_len", r"integer from 1024"),
+        # Llama 3.3 70B Instruct's config.json: max_position_embeddings 131072.
+        (
+            {"max_model_len": "131073"},
+            "max_model_len",
+            r"got 131073; expected at most 131072, the maximum context of meta-llama/Llama-3.3-70B-Instruct",
+        ),
     ],
 )
 def test_invalid_settings_name_key_value_and_what_is_accepted(

@@ -72,6 +72,11 @@ SPEC_CASES: list[tuple[dict[str, Any], str, str]] = [
     ({"decode_replicas": True}, "decode_replicas", r"got True; expected an integer"),
     ({"router_replicas": 11}, "router_replicas", r"from 1 to 10"),
     ({"max_model_len": 100}, "max_model_len", r"got 100; expected an integer from 256"),
+    (
+        {"model_id": "Qwen/Qwen3-32B", "max_model_len": 65536},
+        "max_model_len",
+        r"got 65536; expected at most 40960, the maximum context of Qwen/Qwen3-32B",
+    ),
     ({"startup_timeout_minutes": 5}, "startup_timeout_minutes", r"from 10 to 240"),
     ({"name": "Bad_Name"}, "name", r"a DNS label"),
     ({"namespace": "x" * 41}, "namespace", r"1-40 characters"),

@@ -153,6 +153,13 @@ MISUSE = [
     case(LLM, "max_model_len", lambda c: llm(c, max_model_len=-1), "from 1 to 16777216", "len-negative"),
     case(LLM, "memory_per_copy_mb", lambda c: llm(c, memory_per_copy_mb=0), "at least 128", "memory-0"),
     case(
+        LLM,
+        "max_model_len",
+        lambda c: llm(c, weights=ModelWeights.from_hub("qwen/qwen3-8b"), max_model_len=40961),
+        r"at most 40960, the maximum context of qwen/qwen3-8b",
+        "len-beyond-model",
+    ),
+    case(
         LLM, "image_repository", lambda c: llm(c, image_uri=token_image(c)), "ecr.IRepository", "token-image"
     ),
     # --- types: strings are not lists or constructs ----------------------------------------------------------

@@ -300,6 +300,11 @@ def test_account_requirements_list_every_pool_and_the_reservation() -> None:
             {"sagemaker.scale_to_zero": True, "sagemaker.topology": "single-model"},
             r"'sagemaker.scale_to_zero': got True; expected False for a single-model endpoint",
         ),
+        # Qwen3-8B's config.json: max_position_embeddings 40960.
+        (
+            {"sagemaker.max_model_len": 65536},
+            r"'sagemaker.max_model_len': got 65536; expected at most 40960, the maximum context of Qwen/Qwen3-8B",
+        ),
         (
             {"sagemaker.startup_timeout_seconds": 59},
             r"'sagemaker.startup_timeout_seconds': got 59; expected an integer from 60 to 3600",

@@ -64,6 +64,7 @@ from inference_tiers.constructs.sagemaker.monitoring import (
 from inference_tiers.constructs.sagemaker.scaling import ConcurrencyScaling, ScalingOptions
 from inference_tiers.constructs.sagemaker.security import ExecutionRole
 from inference_tiers.constructs.sagemaker.weights import ModelWeights
+from inference_tiers.ops.models import context_limit
 from inference_tiers.validation import Args, is_token
 
 VARIANT_NAME = "AllTraffic"
@@ -209,6 +210,9 @@ class SageMakerLlmEndpoint(Construct):
         model copy, and how many instances a number of copies needs."""
         if max_model_len is not None:
             args.integer("max_model_len", max_model_len, minimum=1, maximum=_MAX_MODEL_LEN)
+            beyond = context_limit(weights.hub_model_id, max_model_len)
+            if beyond is not None:
+                raise args.error("max_model_len", max_model_len, beyond)
         if max_concurrent_sequences is not None:
             args.integer(
                 "max_concurrent_sequences",
