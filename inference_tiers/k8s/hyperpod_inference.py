@@ -204,6 +204,10 @@ class RequestLimits:
         }
 
 
+THIS_ENDPOINT = "<registered endpoint name>"
+"""A dimension value the rendering replaces with the endpoint's registered name (suffixed with routing)."""
+
+
 @dataclass(frozen=True)
 class CloudWatchTrigger:
     """Scale on a CloudWatch metric (KEDA ``aws-cloudwatch`` scaler, credentials from the KEDA role)."""
@@ -243,13 +247,16 @@ class CloudWatchTrigger:
                 )
 
     @classmethod
-    def sagemaker_invocations(cls, endpoint_name: str, target_per_replica: float) -> CloudWatchTrigger:
-        """Invocations per minute of the registered SageMaker endpoint, averaged over the replicas."""
+    def sagemaker_invocations(cls, endpoint_name: str | None, target_per_replica: float) -> CloudWatchTrigger:
+        """Invocations per minute of the registered SageMaker endpoint, averaged over the replicas.
+
+        ``endpoint_name`` None: the endpoint this trigger scales, under the name it registers (with routing,
+        ``endpoint_name`` plus the creation suffix, which exists only once the endpoint is built)."""
         return cls(
             name="sagemaker-invocations",
             namespace="AWS/SageMaker",
             metric_name="Invocations",
-            dimensions={"EndpointName": endpoint_name, "VariantName": "AllTraffic"},
+            dimensions={"EndpointName": endpoint_name or THIS_ENDPOINT, "VariantName": "AllTraffic"},
             target_value=target_per_replica,
         )
 
@@ -691,6 +698,17 @@ class InferenceEndpoint:
                 "a Prometheus trigger, or endpoint_name set: a CloudWatch trigger on AWS/SageMaker metrics needs "
                 "a registered SageMaker endpoint (the metrics exist only for one)",
             )
+        if (
+            isinstance(trigger, CloudWatchTrigger)
+            and self.routing is not None
+            and trigger.dimensions.get("EndpointName") == self.endpoint_name
+        ):
+            raise args.error(
+                "autoscaling",
+                trigger.name,
+                f"a trigger on the registered name {self.registered_endpoint_name} (routing renames the endpoint): "
+                "CloudWatchTrigger.sagemaker_invocations(None, ...) watches it",
+            )
         args.one_of("threads_per_core", self.threads_per_core, (1, 2))
         if self.lora is not None:
             self._check_lora(args)
@@ -907,8 +925,17 @@ def render_inference_endpoint_config(endpoint: InferenceEndpoint) -> dict[str, A
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": endpoint.resource_name, "namespace": endpoint.namespace},
-        "spec": spec,
+        "spec": _this_endpoint(spec, endpoint.registered_endpoint_name),
     }
+
+
+def _this_endpoint(value: Any, name: str | None) -> Any:
+    """``value`` with every :data:`THIS_ENDPOINT` replaced by ``name`` (the triggers' dimensions)."""
+    if isinstance(value, dict):
+        return {k: _this_endpoint(v, name) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_this_endpoint(v, name) for v in value]
+    return name if value == THIS_ENDPOINT else value
 
 
 def _render_pd(endpoint: InferenceEndpoint, pd: PrefillDecode) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from inference_tiers.k8s.hyperpod_inference import (
     CloudWatchTrigger,
     FsxModelSource,
     InferenceEndpoint,
+    IntelligentRouting,
     KvCache,
     LoraServing,
     PrometheusTrigger,
@@ -205,6 +206,38 @@ def test_instance_group_type_is_one_hyperpod_accepts(instance_type: str, match: 
         match,
     )
     assert HyperPodInstanceGroup(name="cpu", instance_type="ml.m5.xlarge", instance_count=1)
+
+
+def test_scaling_and_alarms_watch_the_renamed_endpoint_in_a_users_app(env: Env) -> None:
+    """With routing the operator registers ``<endpoint_name>-<suffix>`` (spec.endpointName): the documented
+    trigger (sagemaker_invocations(None, ...)), the construct's metrics and alarms a user builds on them all
+    name that endpoint, never the bare ``endpoint_name``, which no endpoint carries."""
+    routed = dataclasses.replace(
+        ENDPOINT,
+        endpoint_name="qwen",
+        routing=IntelligentRouting(),
+        autoscaling=AutoScaling(1, 2, CloudWatchTrigger.sagemaker_invocations(None, 60)),
+    )
+    model = env.build(HyperPodModelEndpoint, endpoint=routed)
+    alarm = model.metric_invocations().create_alarm(env.stack, "UserAlarm", threshold=1, evaluation_periods=1)
+    assert model.endpoint_name == model.document["spec"]["endpointName"]
+    assert model.endpoint_name is not None and model.endpoint_name.startswith("qwen-")
+    trigger = model.document["spec"]["autoScalingSpec"]["cloudWatchTrigger"]
+    assert {d["name"]: d["value"] for d in trigger["dimensions"]}["EndpointName"] == model.endpoint_name
+    dimensions = env.stack.resolve(alarm.node.default_child.dimensions)  # type: ignore[union-attr]
+    assert {d["name"]: d["value"] for d in dimensions}["EndpointName"] == model.endpoint_name
+
+
+def test_a_trigger_on_the_name_routing_replaces_is_refused() -> None:
+    stale = AutoScaling(1, 2, CloudWatchTrigger.sagemaker_invocations("qwen", 60))
+    assert_refused(
+        lambda: dataclasses.replace(
+            ENDPOINT, endpoint_name="qwen", routing=IntelligentRouting(), autoscaling=stale
+        ),
+        "InferenceEndpoint",
+        "autoscaling",
+        r"the registered name qwen-\w+ .*sagemaker_invocations\(None",
+    )
 
 
 def test_metric_of_an_unregistered_endpoint_is_refused(env: Env) -> None:

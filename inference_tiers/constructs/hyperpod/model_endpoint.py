@@ -110,6 +110,9 @@ class HyperPodModelEndpoint(Construct):
         """The ``InferenceEndpoint`` this construct applies."""
         self.document = document
         """The rendered ``InferenceEndpointConfig`` object that :attr:`manifest` applies."""
+        self.endpoint_name = endpoint.registered_endpoint_name
+        """The SageMaker endpoint name the operator registers (``endpoint.endpoint_name`` plus the creation
+        suffix when routing is on), for alarms and clients; None without ``endpoint.endpoint_name``."""
         # Creation-only fields rename the custom resource too: CloudFormation then creates the new object and
         # deletes the old one (an update would `kubectl apply --prune`, whose default allowlist has no custom
         # resources, leaving the old endpoint running; aws-cdk-lib 2.275 aws-eks-v2 kubectl-handler/apply).
@@ -159,7 +162,7 @@ class HyperPodModelEndpoint(Construct):
     def metric(self, metric_name: str, statistic: str = "Sum") -> cloudwatch.Metric:
         """A metric of the registered SageMaker endpoint (``AWS/SageMaker``); needs ``endpoint_name``."""
         args = Args("HyperPodModelEndpoint.metric")
-        endpoint_name = self.endpoint.registered_endpoint_name
+        endpoint_name = self.endpoint_name
         if endpoint_name is None:
             raise args.error(
                 "metric_name",
