@@ -159,9 +159,7 @@ def load_context(cdk_json: Path | None, overrides: Sequence[str], tier: str) -> 
 
 
 def tier_requirements(context: dict[str, Any], tier: str) -> AccountRequirements:
-    # Imported here: the tier registry loads aws-cdk-lib, which advise and smoke do not need. Its jsii
-    # runtime prints a Node.js end-of-life banner on Node 20 unless told the version is known.
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    # Imported here: the tier registry loads aws-cdk-lib, which advise and smoke do not need.
     from inference_tiers.app_factory import parse_app_config
 
     settings = parse_app_config(context).settings[tier]
@@ -247,7 +245,6 @@ def _smoke(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     # The workload spec is validated with the constructs' argument checks, which load aws-cdk-lib.
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from inference_tiers.ops.bench.command import bench
 
     try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 import threading
 import time
@@ -33,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-# The tests' helpers load the test harness, and with it aws-cdk-lib's jsii runtime (Node 20 banner otherwise).
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from tests.ops.helpers import event_stream_message  # noqa: E402
 
