@@ -345,9 +345,10 @@ def test_capacity_reservation() -> None:
 
 
 def test_volume_kms_key_is_used_on_ebs_only_instance_types(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every GPU type in the shared table has local NVMe today; an EBS-only entry exercises the other branch.
-    ebs_only = instance_types.GpuInstanceType("g9x.xlarge", 1, "TEST", 24, 4, 16, 10, 0, local_nvme=False)
-    monkeypatch.setitem(instance_types.GPU_INSTANCE_TYPES, "g9x.xlarge", ebs_only)
+    # Every GPU type in the shared table has local NVMe today; an EBS-only entry exercises the other branch
+    # (p3.2xlarge: one V100, EBS only; a name SageMaker's ProductionVariantInstanceType has).
+    ebs_only = instance_types.GpuInstanceType("p3.2xlarge", 1, "V100", 16, 8, 61, 10, 0, local_nvme=False)
+    monkeypatch.setitem(instance_types.GPU_INSTANCE_TYPES, "p3.2xlarge", ebs_only)
     app = cdk.App()
     stack = cdk.Stack(app, "Test")
     key = kms.Key(stack, "VolumeKey")
@@ -355,7 +356,7 @@ def test_volume_kms_key_is_used_on_ebs_only_instance_types(monkeypatch: pytest.M
         stack,
         "Llm",
         weights=ModelWeights.from_s3_uri(S3_WEIGHTS),
-        instance_types=["ml.g9x.xlarge"],
+        instance_types=["ml.p3.2xlarge"],
         vpc=ec2.Vpc(stack, "Vpc", restrict_default_security_group=False),
         volume_kms_key=key,
     )
