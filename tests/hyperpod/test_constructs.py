@@ -202,7 +202,7 @@ def test_taints_and_labels_render_without_deep_health_checks(chart_dir: Path) ->
         ({"threads_per_core": 3}, r"'threads_per_core' got 3; expected one of 1, 2"),
         (
             {"instance_type": "p5.48xlarge"},
-            r"'instance_type' got 'p5.48xlarge'; expected a SageMaker instance type",
+            r"'instance_type' got 'p5.48xlarge'; expected an instance type of SageMaker's ClusterInstanceType",
         ),
         ({"deep_health_checks": ("InstanceFlops",)}, r"'deep_health_checks\[0\]' got 'InstanceFlops'"),
         ({"name": "bad_name"}, r"HyperPodInstanceGroup: parameter 'name' got 'bad_name'"),
