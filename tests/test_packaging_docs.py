@@ -18,6 +18,7 @@ from tools import build_docs
 UNDOCUMENTED_MODULE = '''
 """A module whose class forgot things."""
 
+import dataclasses
 import enum
 
 
@@ -43,6 +44,19 @@ class Widget:
 
     def paint(self) -> None:
         pass
+
+
+@dataclasses.dataclass
+class Part:
+    """A part: a field is its constructor parameter, described once, in either place.
+
+    :param weight: in grams.
+    """
+
+    weight: int
+    length: int
+    """In millimetres."""
+    colour: str
 
 
 def helper() -> None:
@@ -72,6 +86,8 @@ def test_the_check_names_what_is_missing(tmp_path: Path, monkeypatch: pytest.Mon
         "by unpacking): assign it on its own line with a docstring",
         "widgets_undocumented.Widget.finish: no docstring",
         "widgets_undocumented.Widget.paint: no docstring",
+        "widgets_undocumented.Part: parameter colour is not described (':param colour:')",
+        "widgets_undocumented.Part.colour: no docstring",
         "widgets_undocumented.helper: no docstring",
     ]
 

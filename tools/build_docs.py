@@ -26,6 +26,8 @@ import pdoc.render  # noqa: E402
 import inference_tiers.constructs  # noqa: E402
 
 MODULE = "inference_tiers.constructs"
+# The modules the reference documents (tests/docs: every name a doc example imports is in one of them).
+MODULES = (MODULE,)
 # The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.
 for _name in inference_tiers.constructs.__all__:
     getattr(inference_tiers.constructs, _name)
@@ -57,15 +59,12 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
                 isinstance(member, pdoc.doc.Variable)
                 and not member.docstring.strip()
                 and not _is_enum(namespace)
+                and not _is_described_field(namespace, member.name)
             ):
                 missing.append(f"{member.fullname}: no docstring")
             if isinstance(member, pdoc.doc.Class):
-                init_doc = inspect.getdoc(member.obj.__dict__.get("__init__")) or ""
                 for name in _parameters(member):
-                    if (
-                        f":param {name}:" not in member.docstring + init_doc
-                        and f"``{name}``" not in member.docstring + init_doc
-                    ):
+                    if not _describes(member, name) and not _has_field_docstring(member, name):
                         missing.append(
                             f"{member.fullname}: parameter {name} is not described (':param {name}:')"
                         )
@@ -79,6 +78,27 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
 
     walk(module)
     return missing
+
+
+def _describes(cls: pdoc.doc.Class, name: str) -> bool:
+    """Whether the class or ``__init__`` docstring describes ``name`` (``:param name:`` or ````name````)."""
+    text = cls.docstring + (inspect.getdoc(cls.obj.__dict__.get("__init__")) or "")
+    return f":param {name}:" in text or f"``{name}``" in text
+
+
+def _has_field_docstring(cls: pdoc.doc.Class, name: str) -> bool:
+    field = cls.members.get(name)
+    return name in getattr(cls.obj, "__dataclass_fields__", {}) and bool(field and field.docstring.strip())
+
+
+def _is_described_field(namespace: pdoc.doc.Namespace[object], name: str) -> bool:
+    """A dataclass field is its constructor parameter: the class docstring's description of one documents the
+    other (and :func:`_has_field_docstring` the other way round), so neither is written twice."""
+    return (
+        isinstance(namespace, pdoc.doc.Class)
+        and name in getattr(namespace.obj, "__dataclass_fields__", {})
+        and _describes(namespace, name)
+    )
 
 
 def _is_enum(namespace: pdoc.doc.Namespace[object]) -> bool:
