@@ -2,7 +2,7 @@
 
 One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
 ``sandbox``, ``observability``, ``common``);
-every public name is re-exported here as well, with the specifications the constructors take (``ModelPool``,
+every public name is re-exported here as well, with the specifications the constructors take (``InferenceEndpoint``, ``ModelPool``,
 ``TenancySpec``, ``AlertThresholds``, ``RouterOptions``, ...), which live beside the code that renders them. A name is imported from its subpackage when it is first used
 (PEP 562), so an app that uses one area does not load the constructs of every other one.
 """
@@ -211,6 +211,27 @@ if TYPE_CHECKING:
     from inference_tiers.k8s.efa_exporter import (
         EfaExporterSpec as EfaExporterSpec,
     )
+    from inference_tiers.k8s.hyperpod_inference import (
+        AutoScaling as AutoScaling,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        CloudWatchTrigger as CloudWatchTrigger,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        InferenceEndpoint as InferenceEndpoint,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        IntelligentRouting as IntelligentRouting,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        KvCache as KvCache,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        S3ModelSource as S3ModelSource,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        VllmWorker as VllmWorker,
+    )
     from inference_tiers.k8s.inference_gateway import (
         LoraAdapter as LoraAdapter,
     )
@@ -308,6 +329,13 @@ _SUBPACKAGE: dict[str, str] = {
     "SandboxTenant": "inference_tiers.constructs.sandbox",
     "hyperpod_ips_per_instance": "inference_tiers.constructs.hyperpod.network",
     "EfaExporterSpec": "inference_tiers.k8s.efa_exporter",
+    "AutoScaling": "inference_tiers.k8s.hyperpod_inference",
+    "CloudWatchTrigger": "inference_tiers.k8s.hyperpod_inference",
+    "InferenceEndpoint": "inference_tiers.k8s.hyperpod_inference",
+    "IntelligentRouting": "inference_tiers.k8s.hyperpod_inference",
+    "KvCache": "inference_tiers.k8s.hyperpod_inference",
+    "S3ModelSource": "inference_tiers.k8s.hyperpod_inference",
+    "VllmWorker": "inference_tiers.k8s.hyperpod_inference",
     "LoraAdapter": "inference_tiers.k8s.inference_gateway",
     "ModelPool": "inference_tiers.k8s.inference_gateway",
     "PoolScaling": "inference_tiers.k8s.inference_gateway",
