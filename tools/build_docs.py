@@ -1,4 +1,4 @@
-"""``make docs``: the API reference of ``inference_tiers.constructs`` (pdoc, reStructuredText docstrings) into the
+"""``make docs``: the API reference of ``inference_tiers.constructs`` and the other modules in ``MODULES`` (pdoc, reStructuredText docstrings) into the
 folder given, after checking that every public class and function, every public method, property and attribute
 (a dataclass field, or an attribute a constructor sets: its docstring is the string right after it), and every
 constructor parameter (``:param name:``, or ````name```` in a list, in the class or ``__init__`` docstring) is
@@ -27,7 +27,7 @@ import inference_tiers.constructs  # noqa: E402
 
 MODULE = "inference_tiers.constructs"
 # The modules the reference documents (tests/docs: every name a doc example imports is in one of them).
-MODULES = (MODULE,)
+MODULES = (MODULE, "inference_tiers.constructs.hyperpod.dependencies", "inference_tiers.nag.pack")
 # The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.
 for _name in inference_tiers.constructs.__all__:
     getattr(inference_tiers.constructs, _name)
@@ -126,13 +126,13 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    missing = undocumented(pdoc.doc.Module.from_name(MODULE))
+    missing = [line for module in MODULES for line in undocumented(pdoc.doc.Module.from_name(module))]
     if missing:
-        print(f"{MODULE}: {len(missing)} public names without a description:", file=sys.stderr)
+        print(f"{len(missing)} public names without a description:", file=sys.stderr)
         print("\n".join(f"  {line}" for line in missing), file=sys.stderr)
         return 1
     pdoc.render.configure(docformat="restructuredtext")
-    pdoc.pdoc(MODULE, output_directory=Path(argv[1]))
+    pdoc.pdoc(*MODULES, output_directory=Path(argv[1]))
     print(f"API reference: {Path(argv[1]) / 'inference_tiers' / 'constructs.html'}")
     return 0
 

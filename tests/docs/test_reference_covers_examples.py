@@ -10,14 +10,6 @@ import pdoc.doc
 from tests.docs.test_doc_examples import BLOCKS
 from tools import build_docs
 
-# Documented by an example but not yet in the reference: their docstrings lack the parameter descriptions the
-# reference's check demands (issue 29 item 6). The test below fails once one of them is in the reference, so
-# the list can only shrink.
-NOT_YET_IN_REFERENCE = {
-    "InferenceChecks",
-    "MISSING_CHART_PLACEHOLDER",
-}
-
 
 def example_imports() -> dict[str, str]:
     """Name -> the example (doc:line) that imports it from ``inference_tiers``; an example can only construct or
@@ -38,8 +30,4 @@ def test_every_name_an_example_imports_is_in_the_reference() -> None:
     imported = example_imports()
     assert {"Guardrail", "ModelPool", "TenancySpec"} <= imported.keys()  # the extraction found the examples
     documented = reference_names()
-    absent = {name: place for name, place in imported.items() if name not in documented}
-    assert absent.keys() == NOT_YET_IN_REFERENCE, {
-        "not in the reference": {n: p for n, p in absent.items() if n not in NOT_YET_IN_REFERENCE},
-        "now in the reference (drop from NOT_YET_IN_REFERENCE)": NOT_YET_IN_REFERENCE - absent.keys(),
-    }
+    assert {name: place for name, place in imported.items() if name not in documented} == {}
