@@ -1,4 +1,4 @@
-"""``make docs``: the API reference of ``inference_tiers.constructs`` (pdoc, reStructuredText docstrings) into the
+"""``make docs``: the API reference of ``inference_tiers.constructs`` and the other modules in ``MODULES`` (pdoc, reStructuredText docstrings) into the
 folder given, after checking that every public class and function, every public method, property and attribute
 (a dataclass field, or an attribute a constructor sets: its docstring is the string right after it), and every
 constructor parameter (``:param name:``, or ````name```` in a list, in the class or ``__init__`` docstring) is
@@ -26,6 +26,8 @@ import pdoc.render  # noqa: E402
 import inference_tiers.constructs  # noqa: E402
 
 MODULE = "inference_tiers.constructs"
+# The modules the reference documents (tests/docs: every name a doc example imports is in one of them).
+MODULES = (MODULE, "inference_tiers.constructs.hyperpod.dependencies", "inference_tiers.nag.pack")
 # The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.
 for _name in inference_tiers.constructs.__all__:
     getattr(inference_tiers.constructs, _name)
@@ -57,15 +59,12 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
                 isinstance(member, pdoc.doc.Variable)
                 and not member.docstring.strip()
                 and not _is_enum(namespace)
+                and not _is_described_field(namespace, member.name)
             ):
                 missing.append(f"{member.fullname}: no docstring")
             if isinstance(member, pdoc.doc.Class):
-                init_doc = inspect.getdoc(member.obj.__dict__.get("__init__")) or ""
                 for name in _parameters(member):
-                    if (
-                        f":param {name}:" not in member.docstring + init_doc
-                        and f"``{name}``" not in member.docstring + init_doc
-                    ):
+                    if not _describes(member, name) and not _has_field_docstring(member, name):
                         missing.append(
                             f"{member.fullname}: parameter {name} is not described (':param {name}:')"
                         )
@@ -79,6 +78,27 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
 
     walk(module)
     return missing
+
+
+def _describes(cls: pdoc.doc.Class, name: str) -> bool:
+    """Whether the class or ``__init__`` docstring describes ``name`` (``:param name:`` or ````name````)."""
+    text = cls.docstring + (inspect.getdoc(cls.obj.__dict__.get("__init__")) or "")
+    return f":param {name}:" in text or f"``{name}``" in text
+
+
+def _has_field_docstring(cls: pdoc.doc.Class, name: str) -> bool:
+    field = cls.members.get(name)
+    return name in getattr(cls.obj, "__dataclass_fields__", {}) and bool(field and field.docstring.strip())
+
+
+def _is_described_field(namespace: pdoc.doc.Namespace[object], name: str) -> bool:
+    """A dataclass field is its constructor parameter: the class docstring's description of one documents the
+    other (and :func:`_has_field_docstring` the other way round), so neither is written twice."""
+    return (
+        isinstance(namespace, pdoc.doc.Class)
+        and name in getattr(namespace.obj, "__dataclass_fields__", {})
+        and _describes(namespace, name)
+    )
 
 
 def _is_enum(namespace: pdoc.doc.Namespace[object]) -> bool:
@@ -106,13 +126,13 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    missing = undocumented(pdoc.doc.Module.from_name(MODULE))
+    missing = [line for module in MODULES for line in undocumented(pdoc.doc.Module.from_name(module))]
     if missing:
-        print(f"{MODULE}: {len(missing)} public names without a description:", file=sys.stderr)
+        print(f"{len(missing)} public names without a description:", file=sys.stderr)
         print("\n".join(f"  {line}" for line in missing), file=sys.stderr)
         return 1
     pdoc.render.configure(docformat="restructuredtext")
-    pdoc.pdoc(MODULE, output_directory=Path(argv[1]))
+    pdoc.pdoc(*MODULES, output_directory=Path(argv[1]))
     print(f"API reference: {Path(argv[1]) / 'inference_tiers' / 'constructs.html'}")
     return 0
 

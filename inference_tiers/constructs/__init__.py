@@ -2,7 +2,8 @@
 
 One subpackage per area (``bedrock``, ``sagemaker``, ``eks``, ``hyperpod``, ``disaggregated``, ``gateway``,
 ``sandbox``, ``observability``, ``common``);
-every public name is re-exported here as well. A name is imported from its subpackage when it is first used
+every public name is re-exported here as well, with the specifications the constructors take (``InferenceEndpoint``, ``ModelPool``,
+``TenancySpec``, ``AlertThresholds``, ``RouterOptions``, ...), which live beside the code that renders them. A name is imported from its subpackage when it is first used
 (PEP 562), so an app that uses one area does not load the constructs of every other one.
 """
 
@@ -168,6 +169,9 @@ if TYPE_CHECKING:
     from inference_tiers.constructs.hyperpod import (
         HyperPodTaint as HyperPodTaint,
     )
+    from inference_tiers.constructs.hyperpod.network import (
+        hyperpod_ips_per_instance as hyperpod_ips_per_instance,
+    )
     from inference_tiers.constructs.observability import (
         ObservabilityHub as ObservabilityHub,
     )
@@ -204,8 +208,60 @@ if TYPE_CHECKING:
     from inference_tiers.constructs.sandbox import (
         SandboxTenant as SandboxTenant,
     )
+    from inference_tiers.k8s.efa_exporter import (
+        EfaExporterSpec as EfaExporterSpec,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        AutoScaling as AutoScaling,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        CloudWatchTrigger as CloudWatchTrigger,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        InferenceEndpoint as InferenceEndpoint,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        IntelligentRouting as IntelligentRouting,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        KvCache as KvCache,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        S3ModelSource as S3ModelSource,
+    )
+    from inference_tiers.k8s.hyperpod_inference import (
+        VllmWorker as VllmWorker,
+    )
+    from inference_tiers.k8s.inference_gateway import (
+        LoraAdapter as LoraAdapter,
+    )
+    from inference_tiers.k8s.inference_gateway import (
+        ModelPool as ModelPool,
+    )
+    from inference_tiers.k8s.inference_gateway import (
+        PoolScaling as PoolScaling,
+    )
+    from inference_tiers.k8s.inference_gateway_scaling import (
+        PrometheusMetrics as PrometheusMetrics,
+    )
+    from inference_tiers.k8s.inference_gateway_scaling import (
+        ScaledTarget as ScaledTarget,
+    )
+    from inference_tiers.k8s.sandbox_nodes import (
+        kata_overhead as kata_overhead,
+    )
+    from inference_tiers.k8s.sandbox_tenancy import (
+        TenancySpec as TenancySpec,
+    )
+    from inference_tiers.litellm.config import (
+        RouterOptions as RouterOptions,
+    )
+    from inference_tiers.observability.rules import (
+        AlertThresholds as AlertThresholds,
+    )
 
-# public name -> the subpackage that defines it
+# public name -> the module that defines it: a construct's subpackage, or (for the specifications the
+# constructors take) the module that renders them
 _SUBPACKAGE: dict[str, str] = {
     "ApplicationInferenceProfile": "inference_tiers.constructs.bedrock",
     "ApplicationProfile": "inference_tiers.constructs.bedrock",
@@ -271,6 +327,24 @@ _SUBPACKAGE: dict[str, str] = {
     "PodIdentityRole": "inference_tiers.constructs.sandbox",
     "SandboxIsolation": "inference_tiers.constructs.sandbox",
     "SandboxTenant": "inference_tiers.constructs.sandbox",
+    "hyperpod_ips_per_instance": "inference_tiers.constructs.hyperpod.network",
+    "EfaExporterSpec": "inference_tiers.k8s.efa_exporter",
+    "AutoScaling": "inference_tiers.k8s.hyperpod_inference",
+    "CloudWatchTrigger": "inference_tiers.k8s.hyperpod_inference",
+    "InferenceEndpoint": "inference_tiers.k8s.hyperpod_inference",
+    "IntelligentRouting": "inference_tiers.k8s.hyperpod_inference",
+    "KvCache": "inference_tiers.k8s.hyperpod_inference",
+    "S3ModelSource": "inference_tiers.k8s.hyperpod_inference",
+    "VllmWorker": "inference_tiers.k8s.hyperpod_inference",
+    "LoraAdapter": "inference_tiers.k8s.inference_gateway",
+    "ModelPool": "inference_tiers.k8s.inference_gateway",
+    "PoolScaling": "inference_tiers.k8s.inference_gateway",
+    "PrometheusMetrics": "inference_tiers.k8s.inference_gateway_scaling",
+    "ScaledTarget": "inference_tiers.k8s.inference_gateway_scaling",
+    "kata_overhead": "inference_tiers.k8s.sandbox_nodes",
+    "TenancySpec": "inference_tiers.k8s.sandbox_tenancy",
+    "RouterOptions": "inference_tiers.litellm.config",
+    "AlertThresholds": "inference_tiers.observability.rules",
 }
 
 __all__ = sorted(_SUBPACKAGE)

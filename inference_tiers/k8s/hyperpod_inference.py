@@ -69,8 +69,11 @@ class S3ModelSource:
     """Weights under ``s3://bucket_name/location``, mounted read-only by the Mountpoint for S3 CSI driver."""
 
     bucket_name: str
+    """The bucket holding the weights."""
     region: str
+    """The bucket's Region."""
     location: str
+    """The prefix of the weights in the bucket (``modelLocation``)."""
     prefetch: bool = False
     """Copy the weights to host memory before the server loads them (faster start for models that fit)."""
 
@@ -84,6 +87,7 @@ class S3ModelSource:
         args.boolean("prefetch", self.prefetch)
 
     def render(self) -> dict[str, Any]:
+        """The CRD's ``modelSourceConfig``."""
         return {
             "modelSourceType": "s3",
             "s3Storage": {"bucketName": self.bucket_name, "region": self.region},
@@ -139,15 +143,23 @@ class VllmWorker:
     image: str
     """Pinned image, e.g. ``vllm/vllm-openai:v0.10.1``."""
     tensor_parallel_size: int
+    """GPUs one replica shards the model over (``--tensor-parallel-size``), 1-64."""
     max_model_len: int | None = None
+    """Context length the server accepts (``--max-model-len``); None: the model's own."""
     port: int = 8000
+    """The port the server listens on (API and ``/metrics``)."""
     extra_args: tuple[str, ...] = ()
+    """Further vLLM flags, appended after the ones rendered here."""
     environment: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables of the model container."""
 
     # Routes vLLM's OpenAI server (vllm.entrypoints.openai.api_server) serves.
     HEALTH_PATHS: ClassVar[tuple[str, ...]] = ("/health",)
+    """Health-check paths vLLM's OpenAI server serves."""
     METRICS_PATH: ClassVar[str] = "/metrics"
+    """The path of vLLM's Prometheus metrics."""
     INVOCATION_PATHS: ClassVar[tuple[str, ...]] = ("v1/chat/completions", "v1/completions")
+    """Invocation paths vLLM's OpenAI server serves."""
 
     def __post_init__(self) -> None:
         args = Args("VllmWorker")
@@ -171,6 +183,7 @@ class VllmWorker:
         )
 
     def args(self, served_model_name: str) -> list[str]:
+        """The server's command-line arguments, serving the model as ``served_model_name``."""
         args = [
             "--model", MODEL_MOUNT_PATH,
             "--served-model-name", served_model_name,
@@ -213,12 +226,19 @@ class CloudWatchTrigger:
     """Scale on a CloudWatch metric (KEDA ``aws-cloudwatch`` scaler, credentials from the KEDA role)."""
 
     name: str
+    """The trigger's name, unique within the endpoint's triggers."""
     namespace: str
+    """The metric's CloudWatch namespace."""
     metric_name: str
+    """The metric's name."""
     dimensions: Mapping[str, str]
+    """The metric's dimensions (name -> value), at most 30."""
     target_value: float
+    """The value per replica that KEDA holds, more than 0."""
     statistic: str = "Sum"
+    """Sum, Average, Minimum, Maximum or SampleCount."""
     period_seconds: int = 60
+    """The metric's period, 1-86400 s."""
     activation_target_value: float | None = None
     """Scale from 0 to 1 once the metric exceeds this (KEDA's activation; only with ``min_replicas`` 0).
     None: the CRD's default (0), and the key is not rendered."""
@@ -261,6 +281,7 @@ class CloudWatchTrigger:
         )
 
     def render(self) -> dict[str, Any]:
+        """One entry of the CRD's ``cloudWatchTriggerList``."""
         return {
             "cloudWatchTrigger": {
                 "name": self.name,
@@ -341,11 +362,16 @@ class AutoScaling:
     """
 
     min_replicas: int
+    """The fewest replicas, 0 (scale to zero) up to ``max_replicas``."""
     max_replicas: int
+    """The most replicas, at least 1."""
     trigger: CloudWatchTrigger | PrometheusTrigger | tuple[CloudWatchTrigger | PrometheusTrigger, ...]
     polling_interval_seconds: int = 30
+    """How often KEDA queries the triggers, at least 1 s."""
     cooldown_seconds: int = 300
+    """How long KEDA waits after the last active trigger before scaling to ``min_replicas`` 0."""
     scale_down_stabilization_seconds: int = 300
+    """The HPA's scale-down stabilization window, at least 1 s."""
 
     def __post_init__(self) -> None:
         args = Args("AutoScaling")
@@ -386,9 +412,11 @@ class AutoScaling:
 
     @property
     def triggers(self) -> tuple[CloudWatchTrigger | PrometheusTrigger, ...]:
+        """``trigger`` as a tuple."""
         return self.trigger if isinstance(self.trigger, tuple) else (self.trigger,)
 
     def render(self) -> dict[str, Any]:
+        """The CRD's ``autoScalingSpec``."""
         if isinstance(self.trigger, tuple):
             lists = {
                 key: [t.render()[item] for t in self.trigger if isinstance(t, kind)]
@@ -461,7 +489,9 @@ class KvCache:
     """
 
     l1: bool = True
+    """Offload KV cache to CPU memory (``enableL1Cache``)."""
     l2_backend: str | None = None
+    """The L2 tier: ``tieredstorage``, ``redis`` or None (no L2)."""
     redis_url: str | None = None
     """``rediss://<ElastiCache endpoint>:<port>``; only with ``l2_backend`` redis."""
     tiered_storage_memory_percent: int | None = None
@@ -512,6 +542,7 @@ class KvCache:
         return self.tiered_storage_memory_percent or 0
 
     def render(self) -> dict[str, Any]:
+        """The CRD's ``kvCacheSpec``."""
         spec: dict[str, Any] = {"enableL1Cache": self.l1, "enableL2Cache": self.l2_backend is not None}
         if self.l2_backend is not None:
             # The docs: l2CacheLocalUrl is not needed for tieredstorage (the daemon is on every node).
@@ -532,11 +563,13 @@ class IntelligentRouting:
     """
 
     strategy: str = "prefixaware"
+    """The router's strategy, one of :data:`ROUTING_STRATEGIES`."""
 
     def __post_init__(self) -> None:
         Args("IntelligentRouting").one_of("strategy", self.strategy, ROUTING_STRATEGIES)
 
     def render(self) -> dict[str, Any]:
+        """The CRD's ``intelligentRoutingSpec``."""
         return {"enabled": True, "routingStrategy": self.strategy}
 
 
@@ -595,18 +628,27 @@ class InferenceEndpoint:
     instance_types: tuple[str, ...]
     """``ml.`` instance types; one is ``spec.instanceType``, several are a priority list (``spec.instanceTypes``)."""
     model_source: ModelSource
+    """Where the weights are: an :class:`S3ModelSource` or an ``FsxModelSource``."""
     worker: VllmWorker
+    """The model server."""
     namespace: str = "default"
+    """The Kubernetes namespace of the resource."""
     endpoint_name: str | None = None
     """Register a SageMaker endpoint of this name (callers use InvokeEndpoint); None: load balancer only."""
     replicas: int = 1
+    """Replicas while no ``autoscaling`` is set."""
     invocation_path: str = "v1/chat/completions"
+    """The path the registered endpoint invokes."""
     health_check_path: str = "/health"
+    """The path the operator's health check calls."""
     metrics_port: int | None = None
     """Port the operator scrapes the model's metrics from; None: the worker's port (where vLLM serves them)."""
     request_limits: RequestLimits | None = None
+    """Concurrency limit and queue of the operator's sidecar; None: none."""
     autoscaling: AutoScaling | None = None
+    """Replica autoscaling; None: ``replicas`` fixed."""
     max_deploy_time_seconds: int = 3600
+    """How long the operator waits for a deployment before it fails it."""
     threads_per_core: int = 1
     """Threads per core of the instance group (``HyperPodInstanceGroup.threads_per_core``): 1 halves the CPUs
     the node exposes, and the CPU request follows."""
@@ -789,6 +831,7 @@ class InferenceEndpoint:
 
     @property
     def reserved_memory_percent(self) -> int:
+        """The share of node memory the KV cache's tiered storage daemon holds (0 without it)."""
         return self.kv_cache.reserved_memory_percent if self.kv_cache else 0
 
     @property

@@ -143,6 +143,7 @@ class PoolScaling:
 
     @property
     def scale_to_zero(self) -> bool:
+        """Whether the Deployment may have no replica (``min_replicas`` 0)."""
         return self.min_replicas == 0
 
 
@@ -164,10 +165,12 @@ class LoraAdapter:
 
     @property
     def bucket(self) -> str:
+        """The S3 bucket of ``s3_uri``."""
         return self.s3_uri.removeprefix("s3://").split("/", 1)[0]
 
     @property
     def local_path(self) -> str:
+        """Where the init container copies the adapter in the pod (``--lora-modules name=<path>``)."""
         return f"{ADAPTER_DIR}/{self.name.replace('/', '--')}"
 
 
@@ -225,9 +228,11 @@ class ModelPool:
 
     @property
     def epp_name(self) -> str:
+        """The name of the pool's endpoint picker (EPP): its Deployment, Service and service account."""
         return f"{self.name}-epp"
 
     def epp_labels(self) -> dict[str, str]:
+        """The labels of the EPP's pods, which its Service selects."""
         return {
             "app.kubernetes.io/name": "endpoint-picker",
             "app.kubernetes.io/instance": self.epp_name,

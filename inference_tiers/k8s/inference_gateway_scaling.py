@@ -60,8 +60,11 @@ class ScaledTarget:
     """A Deployment KEDA scales, and the labels (Prometheus) or dimensions (CloudWatch) of its own series."""
 
     deployment: str
+    """The Deployment's name, in the gateway's namespace."""
     series: Mapping[str, str]
+    """Label (Prometheus) or dimension (CloudWatch) -> value selecting this Deployment's series; at least one."""
     scaling: PoolScaling
+    """Its replica bounds and scaling targets."""
 
     def __post_init__(self) -> None:
         args = Args("ScaledTarget")

@@ -89,6 +89,7 @@ class TenancySpec:
     :param model_gateway_cidrs: the CIDRs that host resolves to (NetworkPolicy matches addresses, not names).
     :param image: default sandbox image (pinned tag or digest).
     :param command: the container command; empty: the image's entrypoint.
+    :param owner: the name an ``ArgumentError`` gives for these settings (default ``TenancySpec``).
     """
 
     runtime_class_name: str
@@ -100,6 +101,7 @@ class TenancySpec:
     command: Sequence[str] = DEFAULT_SANDBOX_COMMAND
     owner: str = "TenancySpec"
     gateway_port: int | None = field(init=False)
+    """The port of ``model_gateway_url`` (its scheme's default when it names none); None without a gateway."""
 
     def __post_init__(self) -> None:
         args = Args(self.owner)
