@@ -102,6 +102,6 @@ def exported_metrics() -> set[str]:
     """What the pinned EPP and every vLLM release behind the gateway export (the lists under tests/data): the
     hyperpod tier's v0.10.1 and the disaggregated tier's v0.33.0."""
     vllm = listed(DATA_DIR / "hyperpod" / "vllm-metrics-v0.10.1.txt") & listed(
-        DATA_DIR / "disaggregated" / "vllm-metrics.txt"
+        DATA_DIR / "disaggregated" / "vllm-metrics-v0.33.0.txt"
     )
     return vllm | listed(DATA / "epp-v1.5.0-metrics.txt")

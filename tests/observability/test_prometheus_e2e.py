@@ -20,7 +20,7 @@ from tests.observability.tools import allowed_names
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 SCRAPE_SECONDS = 1
-VLLM_NAMES = allowed_names("vllm")
+VLLM_NAMES = allowed_names("vllm-v0.33.0")
 # Each scrape adds every histogram's observations to one bucket: TTFT to (0.1, 0.25], ITL to (0.01, 0.025].
 TTFT_BUCKET = BUCKETS.index(0.25)
 ITL_BUCKET = BUCKETS.index(0.025)

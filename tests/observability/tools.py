@@ -10,7 +10,7 @@ from tests.harness import DATA_DIR, PROJECT_ROOT
 
 _UNPACKED = PROJECT_ROOT / "tools" / "observability" / ".prometheus" / "usr" / "bin"
 ALLOW_LISTS = {
-    "vllm": DATA_DIR / "disaggregated" / "vllm-metrics.txt",
+    "vllm-v0.33.0": DATA_DIR / "disaggregated" / "vllm-metrics-v0.33.0.txt",
     "vllm-v0.10.1": DATA_DIR / "hyperpod" / "vllm-metrics-v0.10.1.txt",
     "litellm": DATA_DIR / "observability" / "litellm-metrics.txt",
     "dcgm": DATA_DIR / "observability" / "dcgm-exporter-metrics.txt",
@@ -46,7 +46,7 @@ def run(
 
 # The vLLM release each tier deploys: hyperpod's default image serves v0.10.1, the disaggregated image builds on
 # vllm/vllm-openai:v0.33.0.
-VLLM_LIST_OF_TIER = {"hyperpod": "vllm-v0.10.1", "disaggregated": "vllm"}
+VLLM_LIST_OF_TIER = {"hyperpod": "vllm-v0.10.1", "disaggregated": "vllm-v0.33.0"}
 
 
 def allowed_names_for(tier: str) -> frozenset[str]:

@@ -9,9 +9,9 @@ histograms, which matters because TTFT and inter-token latency are histograms (t
 and sum, so Average is the mean over the period; Prometheus histograms carry no min/max, hence no Maximum or
 percentiles.
 
-Mooncake: vLLM's point-to-point ``MooncakeConnector`` exports no Prometheus metrics in the pinned version, so
-transfer health is derived from what exists: the router's decode/prefill error counters (a decode error
-after a successful prefill is a failed KV hand-off) and the difference between decode-side and prefill-side
+Mooncake: the pipeline keeps none of the point-to-point ``MooncakeConnector``'s own metrics (the pinned v0.33.0
+exports ``vllm:mooncake_xfer_time_seconds`` and failure counters), so transfer health is derived: the router's
+decode/prefill error counters (a decode error after a successful prefill is a failed KV hand-off) and the difference between decode-side and prefill-side
 TTFT (the decode waits for the pushed KV). ``MooncakeStoreConnector`` metrics are added with the KV store.
 """
 
@@ -51,7 +51,7 @@ CLOUDWATCH_OBSERVABILITY_ADDON_VERSION = "v6.2.0-eksbuild.1"
 METRIC_NAMESPACE = "InferenceTiers/Disaggregated"
 DIMENSIONS = ("ClusterName", "Namespace", "Role")
 
-# Prometheus names this pipeline keeps. vLLM names are in vllm-metrics.txt of the pinned vLLM; the router
+# Prometheus names this pipeline keeps. vLLM names are in vllm-metrics-v0.33.0.txt of the pinned vLLM; the router
 # names are compiled into the vllm-router 0.1.17 wheel. Both lists are checked by the tests.
 VLLM_HISTOGRAMS = (
     "vllm:time_to_first_token_seconds",
@@ -387,7 +387,7 @@ class DisaggregatedMonitoring(Construct):
                 left_y_axis=cw.YAxisProps(min=0, max=1),
             ),
             cw.GraphWidget(
-                title="Mooncake KV transfer time (derived; MooncakeConnector exports none)",
+                title="Mooncake KV transfer time (derived: decode minus prefill TTFT)",
                 left=[handoff],
             ),
             cw.GraphWidget(
