@@ -91,6 +91,22 @@ print(json.dumps({
 """
 
 
+def run_pinned(probe: str, payload: Any) -> Any:
+    """Run ``probe`` in the tool venv's Python (the pinned LiteLLM) with ``payload`` as JSON on stdin; its last
+    line, decoded. The container's environment: without LITELLM_LOCAL_MODEL_COST_MAP the import fetches the cost
+    map, and offline its warning reaches a logging filter that, under load, imports litellm.rust_bridge.catalog
+    while it is half initialised (ImportError, seen with three workers)."""
+    found = subprocess.run(
+        [str(litellm_bin() / "python"), "-c", probe],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **proxy_environment(render_text({})), "GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY},
+    ).stdout
+    return json.loads(found.strip().splitlines()[-1])
+
+
 def rendered_policies(configs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Every retry and allowed-fails policy the configs carry, by the LiteLLM model that reads it."""
     return {
@@ -136,18 +152,7 @@ def test_the_rendered_router_settings_are_what_litellm_reads(stub: StubBackend) 
     # one retry policy per group with a limit or fallbacks; one allowed-fails policy per deployment of the group
     # with fallbacks (primary and the fallback's copy)
     assert len(policies["RetryPolicy"]) == 2 and len(policies["AllowedFailsPolicy"]) == 2, policies
-    # The container's environment: without LITELLM_LOCAL_MODEL_COST_MAP the import fetches the cost map, and
-    # offline its warning reaches a logging filter that, under load, imports litellm.rust_bridge.catalog while it
-    # is half initialised (ImportError, seen with three workers).
-    found = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", PINNED_PROBE],
-        input=json.dumps(policies),
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, **proxy_environment(render_text(configs[0]))},
-    ).stdout
-    pinned = json.loads(found.strip().splitlines()[-1])
+    pinned = run_pinned(PINNED_PROBE, policies)
     assert pinned["refused"] == []
     for rendered in configs:
         assert set(rendered["router_settings"]) <= set(pinned["router_args"])
@@ -231,3 +236,32 @@ def test_a_worker_past_its_capacity_refuses_at_once(stub: StubBackend, tmp_path:
                 connection.close()
         time.sleep(0.5)
         assert chat(proxy, "fallback")[0] == 200
+
+
+# Builds the pinned Router from the model list on stdin, then prints the cost-map entry LiteLLM keeps for the
+# fallback's backend model's rates (None: no entry, or an empty one).
+COST_MAP_PROBE = """
+import json, sys
+import litellm
+model_list = json.load(sys.stdin)
+litellm.Router(model_list=model_list)
+entry = litellm.model_cost.get("hosted_vllm/served-by-fallback") or None
+print(json.dumps(entry and {key: entry.get(key) for key in ("input_cost_per_token", "output_cost_per_token")}))
+"""
+
+
+def test_a_self_hosted_fallback_is_priced_by_an_entry_without_rates(stub: StubBackend) -> None:
+    """Why a self-hosted model that is also a fallback costs every call LiteLLM's zero-cost diagnostic
+    (docs/gateway.md, "Proxy overhead"): in two groups (its own and, as a copy, the primary's) the pinned Router
+    leaves a shared ``hosted_vllm/<served model>`` entry in ``litellm.model_cost`` with no rates
+    (router.py:9886-9959), so ``diagnose_zero_cost`` walks the whole entry on each call
+    (llm_cost_calc/zero_cost_diagnostic.py:95-98); in its own group only, the entry is empty and no pricing is
+    found (cost_calculator.py:2104-2110)."""
+    rendered = config(stub)["model_list"]
+    own_group_only = [d for d in rendered if d["model_name"] == "fallback"]
+
+    assert run_pinned(COST_MAP_PROBE, own_group_only) is None
+    assert run_pinned(COST_MAP_PROBE, rendered) == {
+        "input_cost_per_token": None,
+        "output_cost_per_token": None,
+    }
