@@ -38,18 +38,14 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.common.encryption import retained_key
-from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
-    EKS_NAT_GATEWAYS,
-    EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    EksCluster,
     admin_principal_arn_setting,
     public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
+from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.isolation import SandboxIsolation
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
@@ -297,25 +293,16 @@ class AgentSandboxStack(Stack):
         )
         self.settings = settings
         # One key for the stack's infrastructure log groups (flow logs, kubectl provider).
-        self.log_key = retained_key(self, "LogKey", "Encrypts the flow logs and kubectl provider logs")
-        self.vpc = create_private_vpc(
+        self.base = EksTierBase(
             self,
-            "Vpc",
-            flow_log_key=self.log_key,
-            cidr=settings.vpc_cidr,
-            private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
-            nat_gateways=EKS_NAT_GATEWAYS,
-        )
-        self.eks = EksCluster(
-            self,
-            "Eks",
-            vpc=self.vpc,
-            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            log_key_description="Encrypts the flow logs and kubectl provider logs",
+            admin_principal_arn=settings.admin_principal_arn,
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            network=private_eks_vpc(self, cidr=settings.vpc_cidr),
             system_node_instance_type=settings.core_node_instance_type,
             system_node_count=settings.core_node_count,
-            log_key=self.log_key,
         )
+        self.log_key, self.vpc, self.eks = self.base.log_key, self.base.vpc, self.base.eks
         cluster = self.eks.cluster
         self.karpenter = Karpenter(self, "Karpenter", cluster=cluster)
         self.kata = KataSandboxNodes(
@@ -369,8 +356,7 @@ class AgentSandboxStack(Stack):
             value=claim_command(first.spec, settings.claim_ttl_minutes),
         )
         CfnOutput(self, "TenantNamespaces", value=",".join(t.namespace for t in self.tenants.values()))
-        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
+        self.base.add_outputs()
 
 
 def build(app: Construct, settings: AgentSandboxSettings) -> list[Stack]:
