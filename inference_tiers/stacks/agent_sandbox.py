@@ -80,7 +80,7 @@ STACK_NAME = "InferenceTiers-AgentSandbox"
 
 # The core pool runs Karpenter, the sandbox controller and CoreDNS (and the gateway/observability agents when
 # present): x86 general-purpose nodes, never sandbox pods.
-_CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
+CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
 TENANT_FIELDS = (
     "max_sandboxes",
     "cpu_millicores",
@@ -274,7 +274,7 @@ class AgentSandboxSettings(SandboxSettings):
         "VPC CIDR (a /16: two /18 private subnets leave room for hundreds of sandbox pod IPs per node)",
     )
     core_node_instance_type: str = setting(
-        text(_CORE_INSTANCE_TYPE, description="an x86 m/c/r instance type such as m7i.xlarge", max_length=32),
+        text(CORE_INSTANCE_TYPE, description="an x86 m/c/r instance type such as m7i.xlarge", max_length=32),
         "instance type of the core node group (platform controllers, never sandboxes)",
     )
     core_node_count: int = setting(

@@ -14,7 +14,6 @@ from constructs import Construct
 from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.trust import regional_arn_pattern, service_for_account
 
-
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """The VPC CIDR of a tier that sets none."""
 

@@ -23,6 +23,7 @@ What it creates, and why each default is what it is:
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -455,6 +456,16 @@ class EksCluster(Construct):
                 "the public endpoint was requested explicitly and only admits the CIDRs in public_endpoint_cidrs: "
                 + ", ".join("a deploy-time value" if is_token(c) else c for c in cidrs),
             )
+
+    def enable_network_policy(self) -> eks.CfnAddon:
+        """Turn on the VPC CNI's network policy agent (``enableNetworkPolicy`` on the managed vpc-cni add-on, the
+        add-on's only configuration), without which NetworkPolicies are accepted but not enforced; calling it
+        again changes nothing. Returns the add-on's ``CfnAddon``: make objects that rely on enforced
+        NetworkPolicies depend on it."""
+        vpc_cni = self.addons["vpc-cni"].node.default_child
+        assert isinstance(vpc_cni, eks.CfnAddon)
+        vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
+        return vpc_cni
 
     def _encrypt_provider_logs(self) -> None:
         """Encrypt the log groups aws_eks_v2 gives the kubectl provider's functions (it has no option for a key).
