@@ -6,13 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from inference_tiers.config import ConfigError
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.stacks.platform import BUILT_STAGES, STACK_NAME, STAGES
 from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
-from tests.sandbox.helpers import helm_charts
+from tests.sandbox.helpers import DATA, helm_charts
 
 
 def stage_template(stage: str) -> dict[str, Any]:
@@ -140,15 +141,26 @@ def test_core_settings_reach_the_node_group() -> None:
     assert group["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
 
 
-def test_karpenter_runs_on_core_nodes_only(tier_build: Callable[[str], TierBuild]) -> None:
-    """Karpenter manages only the Kata (and GPU) pools: its controller selects labels the core node group carries.
-    Its chart's own affinity keeps it off nodes it provisions (karpenter 1.14.1 chart values.yaml: ``affinity``
-    requires ``karpenter.sh/nodepool DoesNotExist``), and our values leave that affinity as it is."""
-    template = tier_build("platform").template(STACK_NAME).to_json()
-    values = helm_charts(tier_build("platform").template(STACK_NAME))["karpenter"]["Values"]
+def test_karpenter_runs_on_core_nodes_only_and_fits_them(tier_build: Callable[[str], TierBuild]) -> None:
+    """Karpenter manages only the Kata (and GPU) pools and runs on the core nodes. Its chart's defaults (the
+    vendored aws/karpenter-provider-aws release-v1.14.1 charts/karpenter/values.yaml, lines 49 and 90-107: two
+    replicas, a required node affinity ``karpenter.sh/nodepool DoesNotExist``, a required anti-affinity per
+    hostname and a zone spread with DoNotSchedule), which our values leave in place, need as many core nodes as
+    replicas over two AZs (platform-cluster.md §7 trap 7)."""
+    chart = yaml.safe_load((DATA / "karpenter" / "chart" / "values.yaml").read_text(encoding="utf-8"))
+    template = tier_build("platform").template(STACK_NAME)
+    values = {**chart, **helm_charts(template)["karpenter"]["Values"]}
+    group = core_node_group(template.to_json())
     selector = {k: v for k, v in values["nodeSelector"].items() if k != "kubernetes.io/os"}
-    assert selector.items() <= core_node_group(template)["Labels"].items()
-    assert "affinity" not in values
+    assert selector and selector.items() <= group["Labels"].items()
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}]}
+    ]
+    anti = values["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == [{"topologyKey": "kubernetes.io/hostname"}]
+    assert group["ScalingConfig"]["MinSize"] >= values["replicas"] == 2
+    assert [c["topologyKey"] for c in values["topologySpreadConstraints"]] == ["topology.kubernetes.io/zone"]
 
 
 @pytest.mark.parametrize(
