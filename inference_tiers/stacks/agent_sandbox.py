@@ -242,8 +242,9 @@ class SandboxSettings:
             "ami_alias": self.ami_alias,
         }
 
-    def sandbox_images(self) -> tuple[ImageNeed, ...]:
-        """The images the charts' values pin (to their releases), the sandbox image and each tenant's own."""
+    def sandbox_images(self, *others: ImageNeed) -> tuple[ImageNeed, ...]:
+        """The images the charts' values pin (to their releases), the sandbox image, ``others`` (the stack's
+        other images) and each tenant's own."""
         tenant_images = {
             f"{self.tier_name}.tenants.{name}.image": values["image"]
             for name, values in self.tenants.items()
@@ -258,6 +259,7 @@ class SandboxSettings:
                 "inference_tiers.k8s.sandbox_tenancy:AGENT_SANDBOX_VERSION",
             ),
             ImageNeed(self.sandbox_image, f"{self.tier_name}.sandbox_image"),
+            *others,
             *(ImageNeed(image, key) for key, image in tenant_images.items()),
         )
 
@@ -291,7 +293,7 @@ class AgentSandboxSettings(SandboxSettings):
                 DEFAULT_ADDON_VERSIONS.by_name(),
                 "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
             ),
-            images=(*self.sandbox_images(), *exporter_images(efa_exporter=False)),
+            images=self.sandbox_images(*exporter_images(efa_exporter=False)),
         )
 
 

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from inference_tiers.config import ConfigError
+from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.stacks.platform import BUILT_STAGES, STACK_NAME, STAGES
 from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
+from tests.ops.helpers import tier_requirements
 from tests.sandbox.helpers import DATA, helm_charts
 
 
@@ -181,3 +182,12 @@ def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
 def test_stages_climb_in_the_documented_order() -> None:
     assert STAGES == ("gateway", "tenants", "pool")
     assert STAGES[: len(BUILT_STAGES)] == BUILT_STAGES
+
+
+@pytest.mark.parametrize(("stage", "sandbox_images"), [("gateway", False), ("tenants", True)])
+def test_preflight_needs_the_core_nodes_and_from_stage_tenants_the_sandbox_images(
+    stage: str, sandbox_images: bool
+) -> None:
+    needs = tier_requirements("platform", f"platform.stage={stage}", "platform.core_nodes=3")
+    assert needs.instances == (InstanceNeed("ec2", "m7i.xlarge", 3),)
+    assert any(need.set_by == "platform.sandbox_image" for need in needs.images) == sandbox_images
