@@ -39,6 +39,7 @@ TIER_ORDER = (
     "gateway",
     "agent-sandbox",
     "observability",
+    "platform",
 )
 
 # Context the CDK toolkit and aws-cdk-lib own: feature flags ("@aws-cdk/..."), toolkit keys ("aws:cdk:..."),

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from inference_tiers.app_factory import TIERS
-from inference_tiers.config import ALL_TIERS, TIER_KEY, parse_tier_selection
+from inference_tiers.config import ALL_TIERS, TIER_KEY, parse_tier_selection, tier_defaults
+from inference_tiers.stacks.platform import BUILT_STAGES
 from tests.harness import PROJECT_ROOT
 
 PARALLEL_SYNTHS = 2
@@ -40,7 +41,17 @@ def documented_combinations() -> list[str]:
     return list(dict.fromkeys(s for s in found if "," in s or s == ALL_TIERS))
 
 
-SELECTIONS = [*TIERS, *documented_combinations()]
+# The context of each synth, by id: every tier and documented selection, and the platform tier in each stage it
+# builds besides its default one (``platform@gateway``).
+CONTEXTS: dict[str, dict[str, str]] = {
+    **{selection: {TIER_KEY: selection} for selection in [*TIERS, *documented_combinations()]},
+    **{
+        f"platform@{stage}": {TIER_KEY: "platform", "platform.stage": stage}
+        for stage in BUILT_STAGES
+        if stage != tier_defaults()["platform.stage"]
+    },
+}
+SELECTIONS = list(CONTEXTS)
 
 
 def _synth(selection: str, root: Path) -> subprocess.CompletedProcess[str]:
@@ -66,7 +77,7 @@ def _synth(selection: str, root: Path) -> subprocess.CompletedProcess[str]:
         str(root / selection),
     ]
     return subprocess.run(
-        [*command, "-c", f"{TIER_KEY}={selection}"],
+        [*command, *(arg for key, value in CONTEXTS[selection].items() for arg in ("-c", f"{key}={value}"))],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
@@ -114,7 +125,7 @@ def test_cli_synth_passes_validation_and_both_nag_packs(
 ) -> None:
     result = synths[selection]
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-    assert result.returncode == 0 and not errors, f"cdk synth -c tier={selection}:\n{result.stderr[-6000:]}"
+    assert result.returncode == 0 and not errors, f"cdk synth {CONTEXTS[selection]}:\n{result.stderr[-6000:]}"
     # the app's jsii kernel ran on a maintained Node (jsii prints this banner on an end-of-life one)
     assert "end-of-life" not in result.stderr
 

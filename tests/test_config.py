@@ -144,7 +144,7 @@ def test_tier_error_lists_only_what_exists_once_every_tier_is_provided() -> None
         parse_config({**VALID, "tier": "gpu"}, every_tier)
     assert str(error.value) == (
         "context key 'tier': got 'gpu'; expected a comma-separated list of "
-        "bedrock, sagemaker, hyperpod, disaggregated, gateway, agent-sandbox, observability, or 'all'"
+        "bedrock, sagemaker, hyperpod, disaggregated, gateway, agent-sandbox, observability, platform, or 'all'"
     )
 
 

@@ -59,6 +59,7 @@ STACK_NAMES = {
     "gateway": ["InferenceTiers-Gateway"],
     "agent-sandbox": ["InferenceTiers-AgentSandbox"],
     "observability": ["InferenceTiers-Observability"],
+    "platform": ["InferenceTiers-Platform"],
 }
 
 

@@ -103,8 +103,8 @@ LOAD_BALANCER_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,30}[A-Za-z0-9])?")
 # Read by the AWS Load Balancer Controller only (kubernetes-sigs.github.io/aws-load-balancer-controller, Service
 # annotations); the in-tree cloud provider ignores it.
 LOAD_BALANCER_NAME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-name"
-_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_LABEL_KEY = re.compile(
+LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 )
 # vLLM's served model / LoRA adapter names as they appear in the request's "model" field.
@@ -207,8 +207,8 @@ class ModelPool:
         args.mapping(
             "selector",
             self.selector,
-            lambda n, v: args.text(n, v, pattern=_LABEL_VALUE.pattern, allow_token=False),
-            key_pattern=_LABEL_KEY.pattern,
+            lambda n, v: args.text(n, v, pattern=LABEL_VALUE.pattern, allow_token=False),
+            key_pattern=LABEL_KEY.pattern,
             max_items=10,
         )
         if not self.selector:

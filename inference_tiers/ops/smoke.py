@@ -31,6 +31,7 @@ STACK_NAMES = {
     "gateway": "InferenceTiers-Gateway",
     "agent-sandbox": "InferenceTiers-AgentSandbox",
     "observability": "InferenceTiers-Observability",
+    "platform": "InferenceTiers-Platform",
 }
 BENIGN_PROMPT = "In one sentence, what is the capital of France?"
 # A request for weapon-building instructions: the guardrail's content filters must block it.
@@ -424,7 +425,7 @@ def run_smoke(
             f"{stack}: the gateway is internal to its VPC and every call needs a key: smoke-test it from inside "
             "the VPC with `inference-tiers gateway keys` and the calls in docs/gateway.md"
         )
-    if tier == "agent-sandbox":
+    if tier in ("agent-sandbox", "platform"):
         raise StackError(
             f"{stack}: sandboxes are claimed through the private Kubernetes API, not an HTTP endpoint: run the "
             "KubeconfigCommand output from inside the VPC and apply the SandboxClaimExample output (docs/agent-sandbox.md)"

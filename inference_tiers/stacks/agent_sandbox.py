@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
@@ -38,18 +38,14 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.common.encryption import retained_key
-from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
-    EKS_NAT_GATEWAYS,
-    EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    EksCluster,
     admin_principal_arn_setting,
     public_endpoint_cidrs_setting,
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters, exporter_images
+from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.constructs.sandbox.controller import AgentSandboxController
 from inference_tiers.constructs.sandbox.isolation import SandboxIsolation
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
@@ -84,7 +80,7 @@ STACK_NAME = "InferenceTiers-AgentSandbox"
 
 # The core pool runs Karpenter, the sandbox controller and CoreDNS (and the gateway/observability agents when
 # present): x86 general-purpose nodes, never sandbox pods.
-_CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
+CORE_INSTANCE_TYPE = r"(m|c|r)[5-8][a-z]*\.(large|[0-9]*xlarge)"
 TENANT_FIELDS = (
     "max_sandboxes",
     "cpu_millicores",
@@ -137,22 +133,14 @@ def tenants_setting(key: str, raw: Any) -> dict[str, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class AgentSandboxSettings:
-    """Settings of the ``agent-sandbox`` tier (context keys ``agent-sandbox.<field>``; defaults in cdk.json)."""
+class SandboxSettings:
+    """The sandbox settings of the ``agent-sandbox`` tier and of the ``platform`` tier's ``tenants`` stage: Kata
+    nodes, the controller and the tenants (context keys ``<tier>.<field>``; defaults in defaults.json)."""
 
-    vpc_cidr: str = setting(
-        ipv4_cidr(16, 16),
-        "VPC CIDR (a /16: two /18 private subnets leave room for hundreds of sandbox pod IPs per node)",
-    )
-    core_node_instance_type: str = setting(
-        text(_CORE_INSTANCE_TYPE, description="an x86 m/c/r instance type such as m7i.xlarge", max_length=32),
-        "instance type of the core node group (platform controllers, never sandboxes)",
-    )
-    core_node_count: int = setting(
-        integer(2, 10), "nodes in the core node group (two or more: the controllers run two replicas)"
-    )
-    admin_principal_arn: str | None = admin_principal_arn_setting()
-    public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
+    tier_name: ClassVar[str]
+    """The tier whose context keys these are (errors name ``<tier_name>.<field>``)."""
+    stack_name: ClassVar[str]
+    """The stack that builds the sandboxes (it owns their specs)."""
 
     node_mode: NodeMode = setting(
         choice(*NODE_MODES),
@@ -210,19 +198,19 @@ class AgentSandboxSettings:
         try:
             self.nodes_spec()
         except ArgumentError as error:
-            raise ConfigError(f"{TIER_NAME}.{error.param}", error.value, error.accepted) from None
+            raise ConfigError(f"{self.tier_name}.{error.param}", error.value, error.accepted) from None
         try:
             self.tenancy_spec()
         except ArgumentError as error:
-            raise ConfigError(f"{TIER_NAME}.{error.param}", error.value, error.accepted) from None
+            raise ConfigError(f"{self.tier_name}.{error.param}", error.value, error.accepted) from None
         if not self.tenants:
-            raise ConfigError(f"{TIER_NAME}.tenants", {}, "at least one tenant")
+            raise ConfigError(f"{self.tier_name}.tenants", {}, "at least one tenant")
         for name, values in self.tenants.items():
             try:
                 TenantSpec(name=name, **values)
             except ArgumentError as error:
                 raise ConfigError(
-                    f"{TIER_NAME}.tenants.{name}.{error.param}", error.value, error.accepted
+                    f"{self.tier_name}.tenants.{name}.{error.param}", error.value, error.accepted
                 ) from None
 
     def tenancy_spec(self) -> TenancySpec:
@@ -235,11 +223,11 @@ class AgentSandboxSettings:
             model_gateway_cidrs=self.model_gateway_cidrs,
             image=self.sandbox_image,
             command=self.sandbox_command,
-            owner=STACK_NAME,
+            owner=self.stack_name,
         )
 
     def nodes_spec(self) -> SandboxNodesSpec:
-        return SandboxNodesSpec(**self.node_arguments(), owner=STACK_NAME)
+        return SandboxNodesSpec(**self.node_arguments(), owner=self.stack_name)
 
     def node_arguments(self) -> NodeArguments:
         """The sandbox-node settings as ``KataSandboxNodes`` keyword arguments."""
@@ -254,21 +242,11 @@ class AgentSandboxSettings:
             "ami_alias": self.ami_alias,
         }
 
-    def account_requirements(self) -> AccountRequirements:
-        return AccountRequirements(
-            instances=(InstanceNeed("ec2", self.core_node_instance_type, self.core_node_count),),
-            kubernetes_version=KUBERNETES_VERSION,
-            eks_addons=addon_pins(
-                DEFAULT_ADDON_VERSIONS.by_name(),
-                "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
-            ),
-            images=self._images(),
-        )
-
-    def _images(self) -> tuple[ImageNeed, ...]:
-        """The images the charts' values pin (to their releases), the sandbox image and each tenant's own."""
+    def sandbox_images(self, *others: ImageNeed) -> tuple[ImageNeed, ...]:
+        """The images the charts' values pin (to their releases), the sandbox image, ``others`` (the stack's
+        other images) and each tenant's own."""
         tenant_images = {
-            f"{TIER_NAME}.tenants.{name}.image": values["image"]
+            f"{self.tier_name}.tenants.{name}.image": values["image"]
             for name, values in self.tenants.items()
             if values.get("image") not in (None, self.sandbox_image)
         }
@@ -280,9 +258,42 @@ class AgentSandboxSettings:
                 f"{AGENT_SANDBOX_IMAGE}:{AGENT_SANDBOX_VERSION}",
                 "inference_tiers.k8s.sandbox_tenancy:AGENT_SANDBOX_VERSION",
             ),
-            ImageNeed(self.sandbox_image, f"{TIER_NAME}.sandbox_image"),
-            *exporter_images(efa_exporter=False),
+            ImageNeed(self.sandbox_image, f"{self.tier_name}.sandbox_image"),
+            *others,
             *(ImageNeed(image, key) for key, image in tenant_images.items()),
+        )
+
+
+@dataclass(frozen=True)
+class AgentSandboxSettings(SandboxSettings):
+    """Settings of the ``agent-sandbox`` tier (context keys ``agent-sandbox.<field>``; defaults in cdk.json)."""
+
+    tier_name: ClassVar[str] = TIER_NAME
+    stack_name: ClassVar[str] = STACK_NAME
+
+    vpc_cidr: str = setting(
+        ipv4_cidr(16, 16),
+        "VPC CIDR (a /16: two /18 private subnets leave room for hundreds of sandbox pod IPs per node)",
+    )
+    core_node_instance_type: str = setting(
+        text(CORE_INSTANCE_TYPE, description="an x86 m/c/r instance type such as m7i.xlarge", max_length=32),
+        "instance type of the core node group (platform controllers, never sandboxes)",
+    )
+    core_node_count: int = setting(
+        integer(2, 10), "nodes in the core node group (two or more: the controllers run two replicas)"
+    )
+    admin_principal_arn: str | None = admin_principal_arn_setting()
+    public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
+
+    def account_requirements(self) -> AccountRequirements:
+        return AccountRequirements(
+            instances=(InstanceNeed("ec2", self.core_node_instance_type, self.core_node_count),),
+            kubernetes_version=KUBERNETES_VERSION,
+            eks_addons=addon_pins(
+                DEFAULT_ADDON_VERSIONS.by_name(),
+                "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
+            ),
+            images=self.sandbox_images(*exporter_images(efa_exporter=False)),
         )
 
 
@@ -297,58 +308,67 @@ class AgentSandboxStack(Stack):
         )
         self.settings = settings
         # One key for the stack's infrastructure log groups (flow logs, kubectl provider).
-        self.log_key = retained_key(self, "LogKey", "Encrypts the flow logs and kubectl provider logs")
-        self.vpc = create_private_vpc(
+        self.base = EksTierBase(
             self,
-            "Vpc",
-            flow_log_key=self.log_key,
-            cidr=settings.vpc_cidr,
-            private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
-            nat_gateways=EKS_NAT_GATEWAYS,
-        )
-        self.eks = EksCluster(
-            self,
-            "Eks",
-            vpc=self.vpc,
-            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            log_key_description="Encrypts the flow logs and kubectl provider logs",
+            admin_principal_arn=settings.admin_principal_arn,
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
+            network=private_eks_vpc(self, cidr=settings.vpc_cidr),
             system_node_instance_type=settings.core_node_instance_type,
             system_node_count=settings.core_node_count,
-            log_key=self.log_key,
         )
-        cluster = self.eks.cluster
-        self.karpenter = Karpenter(self, "Karpenter", cluster=cluster)
+        self.log_key, self.vpc, self.eks = self.base.log_key, self.base.vpc, self.base.eks
+        # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
+        self.exporters = ClusterExporters(self, "Exporters", cluster=self.eks.cluster)
+        self.exporters.kube_state_metrics.node.add_dependency(self.eks.system_nodegroup)
+        self.sandboxes = Sandboxes(self, self.base, settings)
+        self.base.add_outputs()
+
+
+class Sandboxes:
+    """Karpenter, the Kata sandbox nodes, the agent-sandbox controller, the tenants' isolation and the tenants,
+    created in ``stack`` (the ids the agent-sandbox tier has always had), with the outputs ``SandboxClaimExample``
+    and ``TenantNamespaces``. The ``agent-sandbox`` tier and the ``platform`` tier's ``tenants`` stage build them.
+
+    Attributes: ``karpenter``, ``kata``, ``controller``, ``isolation``, ``tenants`` (name to ``SandboxTenant``).
+    """
+
+    def __init__(self, stack: Stack, base: EksTierBase, settings: SandboxSettings) -> None:
+        """
+        :param stack: the tier's stack.
+        :param base: its EKS preamble; the controllers run on its system (core) node group.
+        :param settings: the sandbox settings.
+        """
+        eks, cluster = base.eks, base.eks.cluster
+        self.karpenter = Karpenter(stack, "Karpenter", cluster=cluster)
         self.kata = KataSandboxNodes(
-            self,
+            stack,
             "KataNodes",
             cluster=cluster,
             karpenter=self.karpenter,
-            subnets=self.vpc.private_subnets,
+            subnets=base.vpc.private_subnets,
             **settings.node_arguments(),
         )
         self.controller = AgentSandboxController(
-            self,
+            stack,
             "SandboxController",
             cluster=cluster,
             chart_directory=Path(settings.controller_chart_dir) if settings.controller_chart_dir else None,
         )
         # Both charts wait for their pods, which only the core nodes can run.
         for chart in (self.karpenter.chart, self.controller.chart):
-            chart.node.add_dependency(self.eks.system_nodegroup)
-        # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
-        self.exporters = ClusterExporters(self, "Exporters", cluster=cluster)
-        self.exporters.kube_state_metrics.node.add_dependency(self.eks.system_nodegroup)
+            chart.node.add_dependency(eks.system_nodegroup)
         # kata-deploy's DaemonSet runs on the nodes Karpenter launches.
         self.kata.kata_chart.node.add_dependency(self.karpenter.chart)
         tenancy = settings.tenancy_spec()
         # Named for the admission policy it holds, whose logical id (and so the deployed policy) stays as it was.
         self.isolation = SandboxIsolation(
-            self, "TenantAdmissionPolicy", eks_cluster=self.eks, runtime_class_name=tenancy.runtime_class_name
+            stack, "TenantAdmissionPolicy", eks_cluster=eks, runtime_class_name=tenancy.runtime_class_name
         )
         self.tenants: dict[str, SandboxTenant] = {}
         for name, values in settings.tenants.items():
             tenant = SandboxTenant(
-                self,
+                stack,
                 f"Tenant-{name}",
                 cluster=cluster,
                 controller=self.controller,
@@ -363,14 +383,12 @@ class AgentSandboxStack(Stack):
 
         first = next(iter(self.tenants.values()))
         CfnOutput(
-            self,
+            stack,
             "SandboxClaimExample",
             description=f"claims one sandbox of tenant {first.spec.name} for {settings.claim_ttl_minutes} minutes",
             value=claim_command(first.spec, settings.claim_ttl_minutes),
         )
-        CfnOutput(self, "TenantNamespaces", value=",".join(t.namespace for t in self.tenants.values()))
-        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
+        CfnOutput(stack, "TenantNamespaces", value=",".join(t.namespace for t in self.tenants.values()))
 
 
 def build(app: Construct, settings: AgentSandboxSettings) -> list[Stack]:

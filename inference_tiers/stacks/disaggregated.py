@@ -32,8 +32,6 @@ from inference_tiers.config import (
     setting,
     text,
 )
-from inference_tiers.constructs.common.encryption import retained_key
-from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.disaggregated.monitoring import (
     CLOUDWATCH_OBSERVABILITY_ADDON,
     CLOUDWATCH_OBSERVABILITY_ADDON_VERSION,
@@ -48,10 +46,7 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
-    EKS_NAT_GATEWAYS,
-    EKS_PRIVATE_CIDR_MASK,
     KUBERNETES_VERSION,
-    EksCluster,
     admin_principal_arn_setting,
     as_cluster_ref,
     public_endpoint_cidrs_setting,
@@ -65,6 +60,7 @@ from inference_tiers.constructs.eks.efa_node_group import (
     CapacityMode,
     EfaNodeGroup,
 )
+from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES, LORA_INIT_IMAGE
 from inference_tiers.k8s.efa_exporter import EfaExporterSpec
@@ -274,23 +270,14 @@ class DisaggregatedStack(Stack):
         )
         self.settings = settings
         # One key for the stack's infrastructure log groups (flow logs, kubectl provider).
-        self.log_key = retained_key(self, "LogKey", "Encrypts the flow logs and kubectl provider logs")
-        self.vpc = create_private_vpc(
+        self.base = EksTierBase(
             self,
-            "Vpc",
-            flow_log_key=self.log_key,
-            availability_zones=settings.availability_zones,
-            private_cidr_mask=EKS_PRIVATE_CIDR_MASK,
-            nat_gateways=EKS_NAT_GATEWAYS,
-        )
-        self.eks = EksCluster(
-            self,
-            "Eks",
-            vpc=self.vpc,
-            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            log_key_description="Encrypts the flow logs and kubectl provider logs",
+            admin_principal_arn=settings.admin_principal_arn,
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            log_key=self.log_key,
+            network=private_eks_vpc(self, availability_zones=settings.availability_zones),
         )
+        self.log_key, self.vpc, self.eks = self.base.log_key, self.base.vpc, self.base.eks
         cluster = self.eks.cluster
         self.gpu_nodes = EfaNodeGroup(
             self,
@@ -351,8 +338,7 @@ class DisaggregatedStack(Stack):
             )
             CfnOutput(self, "InferenceGatewayEndpoint", value=self.inference_gateway.endpoint)
 
-        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
+        self.base.add_outputs()
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -45,7 +47,6 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_SYSTEM_NODE_COUNT,
     DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
     KUBERNETES_VERSION,
-    EksCluster,
     admin_principal_arn_setting,
     as_cluster_ref,
     public_endpoint_cidrs_setting,
@@ -56,6 +57,7 @@ from inference_tiers.constructs.eks.hyperpod_gateway import (
     queue_triggers,
 )
 from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
+from inference_tiers.constructs.eks.tier_base import EksTierBase
 from inference_tiers.constructs.hyperpod.cluster import (
     DEEP_HEALTH_CHECKS,
     HyperPodCluster,
@@ -542,6 +544,8 @@ class HyperPodSettings:
 class HyperPodStack(Stack):
     """EKS + SageMaker HyperPod + the HyperPod Inference Operator serving one vLLM model."""
 
+    network: HyperPodNetwork
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: HyperPodSettings) -> None:
         super().__init__(
             scope,
@@ -558,25 +562,29 @@ class HyperPodStack(Stack):
             deep_health_checks=settings.deep_health_checks,
             training_plan_arn=settings.training_plan_arn,
         )
+
+        def network(log_key: kms.IKey) -> ec2.IVpc:
+            self.network = HyperPodNetwork(
+                self,
+                "Network",
+                flow_log_key=log_key,
+                availability_zone_id=settings.availability_zone_id,
+                vpc_cidr=settings.vpc_cidr,
+                hyperpod_subnet_cidr=settings.hyperpod_subnet_cidr,
+                required_ip_addresses=settings.instance_count
+                * hyperpod_ips_per_instance(settings.instance_type),
+            )
+            return self.network.vpc
+
         # One key for every log group of the stack (flow logs, kubectl provider, node barrier, script upload).
-        self.log_key = retained_key(self, "LogKey", "Encrypts the log groups of the HyperPod tier")
-        self.network = HyperPodNetwork(
+        self.base = EksTierBase(
             self,
-            "Network",
-            flow_log_key=self.log_key,
-            availability_zone_id=settings.availability_zone_id,
-            vpc_cidr=settings.vpc_cidr,
-            hyperpod_subnet_cidr=settings.hyperpod_subnet_cidr,
-            required_ip_addresses=settings.instance_count * hyperpod_ips_per_instance(settings.instance_type),
-        )
-        self.eks = EksCluster(
-            self,
-            "Eks",
-            vpc=self.network.vpc,
-            admin_principal_arns=[settings.admin_principal_arn] if settings.admin_principal_arn else [],
+            log_key_description="Encrypts the log groups of the HyperPod tier",
+            admin_principal_arn=settings.admin_principal_arn,
             public_endpoint_cidrs=settings.public_endpoint_cidrs,
-            log_key=self.log_key,
+            network=network,
         )
+        self.log_key, self.eks = self.base.log_key, self.base.eks
         cluster = as_cluster_ref(self.eks.cluster)
         self.access_logs = self._access_logs_bucket()
 
@@ -816,8 +824,7 @@ class HyperPodStack(Stack):
         settings = self.settings
         dashboard = self._dashboard()
         CfnOutput(self, "HyperPodClusterArn", value=self.hyperpod.cluster_arn)
-        CfnOutput(self, "EksClusterName", value=self.eks.cluster_name)
-        CfnOutput(self, "KubeconfigCommand", value=self.eks.kubeconfig_command)
+        self.base.add_outputs()
         CfnOutput(
             self,
             "DashboardUrl",

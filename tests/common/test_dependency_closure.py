@@ -73,7 +73,7 @@ def test_opted_in_steps_depend_on_what_their_handlers_call(configuration: str) -
     assert _unordered(build) == {}
 
 
-@pytest.mark.parametrize("tier", ["agent-sandbox", "disaggregated", "hyperpod"])
+@pytest.mark.parametrize("tier", ["agent-sandbox", "disaggregated", "hyperpod", "platform"])
 def test_each_eks_tier_has_helm_charts_that_reach_a_node_group(
     tier: str, tier_build: Callable[[str], TierBuild]
 ) -> None:

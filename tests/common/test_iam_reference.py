@@ -35,7 +35,7 @@ from tests.iam_policy import Grant, assert_covers, listed, missing_grants, refer
 HYPERPOD = "InferenceTiers-HyperPod"
 OPERATOR_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess-v3"
 DISAGGREGATED = "InferenceTiers-Disaggregated"
-EKS_TIERS = ("hyperpod", "disaggregated", "agent-sandbox")
+EKS_TIERS = ("hyperpod", "disaggregated", "agent-sandbox", "platform")
 # tests/inference_gateway/test_stack.py's gateway: the disaggregated tier's own KEDA (CloudWatch triggers).
 GATEWAY = {
     "pools": {

@@ -89,6 +89,15 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
         r"got True; expected an integer",
     ),
     (EksCluster, lambda e: {"system_node_count": 2.5}, "system_node_count", r"got 2\.5"),
+    # The pool label is the construct's own: every chart on the system nodes selects it.
+    (
+        EksCluster,
+        lambda e: {"system_node_labels": {"inference-tiers/node-pool": "core"}},
+        "system_node_labels key",
+        r"got 'inference-tiers/node-pool'",
+    ),
+    (EksCluster, lambda e: {"system_node_labels": {"node-role": "a b"}}, "system_node_labels['node-role']", "got"),
+    (EksCluster, lambda e: {"system_node_labels": ["node-role"]}, "system_node_labels", "a mapping"),
     (EksCluster, lambda e: {"system_node_instance_type": "c7g.large"}, "system_node_instance_type", "x86_64"),
     (
         EksCluster,
@@ -200,7 +209,7 @@ PARAMS: dict[type, list[str]] = {
     EksCluster: [
         "vpc", "control_plane_subnets", "system_node_subnets", "public_endpoint_cidrs", "admin_principal_arns",
         "secrets_key", "log_key", "control_plane_logs", "addon_versions", "system_node_instance_type",
-        "system_node_count",
+        "system_node_count", "system_node_labels",
     ],
     EfaNodeGroup: [
         "cluster", "subnet", "instance_type", "node_count", "capacity_mode", "capacity_reservation_id",

@@ -47,9 +47,15 @@ SPECS = {
 }
 
 
-@pytest.fixture(scope="module")
-def template(tier_build: Callable[[str], TierBuild]) -> Template:
-    return tier_build("agent-sandbox").template(STACK)
+# The platform tier's stage tenants builds the same sandbox nodes (platform-cluster.md §7 traps 2 and 6).
+@pytest.fixture(
+    scope="module",
+    params=[("agent-sandbox", STACK), ("platform", "InferenceTiers-Platform")],
+    ids=["agent-sandbox", "platform"],
+)
+def template(request: pytest.FixtureRequest, tier_build: Callable[[str], TierBuild]) -> Template:
+    tier, stack = request.param
+    return tier_build(tier).template(stack)
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -52,9 +52,11 @@ def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
         make_app(tier="agent-sandbox", **{key: value})
 
 
-def test_tenant_errors_name_the_tenant_and_field() -> None:
-    with pytest.raises(ConfigError, match=r"'agent-sandbox.tenants.a.egress\[0\]': got '10.0.0.0/8'"):
-        make_app(tier="agent-sandbox", **{"agent-sandbox.tenants": {"a": {"egress": ["10.0.0.0/8"]}}})
+@pytest.mark.parametrize("tier", ["agent-sandbox", "platform"])
+def test_tenant_errors_name_the_tenant_and_field(tier: str) -> None:
+    """The platform tier's sandbox keys are its own: errors name ``platform.``, never ``agent-sandbox.``."""
+    with pytest.raises(ConfigError, match=rf"'{tier}.tenants.a.egress\[0\]': got '10.0.0.0/8'"):
+        make_app(tier=tier, **{f"{tier}.tenants": {"a": {"egress": ["10.0.0.0/8"]}}})
 
 
 def test_gateway_cidrs_without_a_gateway_url_name_the_key() -> None:

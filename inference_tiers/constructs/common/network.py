@@ -14,13 +14,16 @@ from constructs import Construct
 from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.trust import regional_arn_pattern, service_for_account
 
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+"""The VPC CIDR of a tier that sets none."""
+
 
 def create_private_vpc(
     scope: Construct,
     construct_id: str,
     *,
     flow_log_key: kms.IKey,
-    cidr: str = "10.0.0.0/16",
+    cidr: str = DEFAULT_VPC_CIDR,
     availability_zones: Sequence[str] | None = None,
     private_cidr_mask: int = 20,
     nat_gateways: int = 1,

@@ -23,8 +23,9 @@ What it creates, and why each default is what it is:
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -41,6 +42,7 @@ from inference_tiers.config import Parser, ipv4_cidr, items, optional, setting, 
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.common.network import create_private_vpc
+from inference_tiers.k8s.inference_gateway import LABEL_KEY, LABEL_VALUE
 from inference_tiers.validation import Args, is_token
 
 T = TypeVar("T")
@@ -244,6 +246,7 @@ class EksCluster(Construct):
         addon_versions: AddonVersions = DEFAULT_ADDON_VERSIONS,
         system_node_instance_type: str = DEFAULT_SYSTEM_NODE_INSTANCE_TYPE,
         system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
+        system_node_labels: Mapping[str, str] | None = None,
     ) -> None:
         """
         :param vpc: the VPC. Default: a new two-AZ VPC with private subnets behind NAT and flow logs.
@@ -265,6 +268,8 @@ class EksCluster(Construct):
         :param addon_versions: pinned EKS add-on versions. Default: ``DEFAULT_ADDON_VERSIONS``.
         :param system_node_instance_type: x86 instance type of the system node group. Default: m7i.xlarge.
         :param system_node_count: nodes in the system node group (1-10). Default: 2 (coredns spreads over two).
+        :param system_node_labels: Kubernetes labels of the system nodes beside ``inference-tiers/node-pool=system``
+            (e.g. the platform tier's ``node-role=core``). Default: none.
         """
         args = Args("EksCluster")
         if vpc is not None:
@@ -292,6 +297,13 @@ class EksCluster(Construct):
                 description="an IAM role or user ARN such as arn:aws:iam::123456789012:role/Admin",
             ),
             unique=True,
+        )
+        extra_labels = args.mapping(
+            "system_node_labels",
+            system_node_labels or {},
+            lambda n, v: args.text(n, v, pattern=LABEL_VALUE.pattern, allow_token=False),
+            key_pattern=f"(?!{re.escape(SYSTEM_NODE_LABEL)}$){LABEL_KEY.pattern}",
+            max_items=10,
         )
         for name, key in (("secrets_key", secrets_key), ("log_key", log_key)):
             if key is not None:
@@ -428,7 +440,7 @@ class EksCluster(Construct):
             min_size=system_node_count,
             desired_size=system_node_count,
             max_size=system_node_count,
-            labels={SYSTEM_NODE_LABEL: "system"},
+            labels={**extra_labels, SYSTEM_NODE_LABEL: "system"},
             enable_node_auto_repair=True,
         )
         """The on-demand system node group (label ``inference-tiers/node-pool=system``): make charts and
@@ -444,6 +456,16 @@ class EksCluster(Construct):
                 "the public endpoint was requested explicitly and only admits the CIDRs in public_endpoint_cidrs: "
                 + ", ".join("a deploy-time value" if is_token(c) else c for c in cidrs),
             )
+
+    def enable_network_policy(self) -> eks.CfnAddon:
+        """Turn on the VPC CNI's network policy agent (``enableNetworkPolicy`` on the managed vpc-cni add-on, the
+        add-on's only configuration), without which NetworkPolicies are accepted but not enforced; calling it
+        again changes nothing. Returns the add-on's ``CfnAddon``: make objects that rely on enforced
+        NetworkPolicies depend on it."""
+        vpc_cni = self.addons["vpc-cni"].node.default_child
+        assert isinstance(vpc_cni, eks.CfnAddon)
+        vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
+        return vpc_cni
 
     def _encrypt_provider_logs(self) -> None:
         """Encrypt the log groups aws_eks_v2 gives the kubectl provider's functions (it has no option for a key).

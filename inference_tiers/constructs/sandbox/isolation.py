@@ -8,8 +8,6 @@ cluster, here, and not by each tenant. ``SandboxTenant`` requires this construct
 
 from __future__ import annotations
 
-import json
-
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
@@ -57,11 +55,7 @@ class SandboxIsolation(Construct):
         self.cluster = eks_cluster.cluster
         """The ``aws_eks_v2.Cluster`` of ``eks_cluster``; every ``SandboxTenant`` using this isolation must be
         on it."""
-        vpc_cni = eks_cluster.addons["vpc-cni"].node.default_child
-        assert isinstance(vpc_cni, eks.CfnAddon)
-        # EksCluster gives its vpc-cni add-on no other configuration.
-        vpc_cni.configuration_values = json.dumps({"enableNetworkPolicy": "true"})
-        self.vpc_cni = vpc_cni
+        self.vpc_cni = eks_cluster.enable_network_policy()
         """The ``CfnAddon`` of the cluster's managed vpc-cni add-on, configured with ``enableNetworkPolicy``:
         make objects that rely on enforced NetworkPolicies depend on it."""
         # "Default": the manifest's logical id stays that of the stack-level "TenantAdmissionPolicy" of earlier

@@ -1,0 +1,193 @@
+"""InferenceTiers-Platform as synthesized: stages that only add, and a core node group that survives a node or AZ."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from inference_tiers.config import ConfigError, InstanceNeed
+from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
+from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
+from inference_tiers.stacks.platform import BUILT_STAGES, STACK_NAME, STAGES
+from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
+from tests.ops.helpers import tier_requirements
+from tests.sandbox.helpers import DATA, helm_charts
+
+
+def stage_template(stage: str) -> dict[str, Any]:
+    build = build_tier("platform", **{"platform.stage": stage})
+    template: dict[str, Any] = mask_asset_hashes(build.templates()[STACK_NAME])
+    return template
+
+
+@pytest.fixture(scope="module")
+def templates() -> dict[str, dict[str, Any]]:
+    return {stage: stage_template(stage) for stage in BUILT_STAGES}
+
+
+def _split_policy(resource: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """An IAM policy resource without its statements, and its statements."""
+    properties = resource.get("Properties", {})
+    document = properties.get("PolicyDocument", {})
+    rest = {**resource, "Properties": {**properties, "PolicyDocument": {**document, "Statement": None}}}
+    return rest, list(document.get("Statement", []))
+
+
+def _kept(below: Any, above: Any) -> bool:
+    """``above`` keeps ``below``: equal, or (an IAM policy) the same policy with statements added. A higher stage
+    may grant a shared role more (the kubectl provider reads the chart assets a stage adds): an in-place update
+    that takes nothing away."""
+    if not isinstance(below, dict) or not isinstance(above, dict) or below.get("Type") != "AWS::IAM::Policy":
+        return bool(below == above)
+    (below_rest, below_statements), (above_rest, above_statements) = (
+        _split_policy(below),
+        _split_policy(above),
+    )
+    return below_rest == above_rest and all(statement in above_statements for statement in below_statements)
+
+
+def changes_below(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, list[str]]:
+    """What the higher stage's template removes or alters of the lower one's resources and outputs."""
+    found: dict[str, list[str]] = {}
+    for section in ("Resources", "Outputs", "Conditions", "Rules"):
+        below, above = lower.get(section, {}), higher.get(section, {})
+        altered = [
+            name for name, value in below.items() if name not in above or not _kept(value, above[name])
+        ]
+        if altered:
+            found[section] = altered
+    return found
+
+
+@pytest.mark.parametrize(("lower", "higher"), list(zip(BUILT_STAGES, BUILT_STAGES[1:], strict=False)))
+def test_climbing_a_stage_only_adds(lower: str, higher: str, templates: dict[str, dict[str, Any]]) -> None:
+    """Every resource and output of a stage is in the next one with the same logical id and properties (an
+    update from one stage to the next replaces nothing), and the next stage adds something."""
+    assert changes_below(templates[lower], templates[higher]) == {}
+    assert set(templates[higher]["Resources"]) > set(templates[lower]["Resources"])
+
+
+def test_the_climb_check_sees_a_changed_property_and_a_removed_grant(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    lower = templates["gateway"]
+    resources = lower["Resources"]
+    name = next(n for n, r in resources.items() if r["Type"] == "AWS::EKS::Nodegroup")
+    policy = next(n for n, r in resources.items() if r["Type"] == "AWS::IAM::Policy")
+    document = resources[policy]["Properties"]["PolicyDocument"]
+    altered = {
+        **resources,
+        name: {**resources[name], "Properties": {**resources[name]["Properties"], "Labels": {}}},
+        policy: {
+            **resources[policy],
+            "Properties": {
+                **resources[policy]["Properties"],
+                "PolicyDocument": {**document, "Statement": []},
+            },
+        },
+    }
+    assert sorted(changes_below(lower, {**lower, "Resources": altered})["Resources"]) == sorted(
+        [name, policy]
+    )
+
+
+def test_default_stage_is_tenants_with_the_sandboxes(tier_build: Callable[[str], TierBuild]) -> None:
+    charts = helm_charts(tier_build("platform").template(STACK_NAME))
+    assert {"karpenter", "kata-deploy", "agent-sandbox"} <= set(charts)
+
+
+def test_stage_gateway_has_no_karpenter_and_no_sandboxes() -> None:
+    charts = helm_charts(build_tier("platform", **{"platform.stage": "gateway"}).template(STACK_NAME))
+    assert not {"karpenter", "kata-deploy", "agent-sandbox"} & set(charts)
+
+
+def core_node_group(template: dict[str, Any]) -> dict[str, Any]:
+    groups = [r for r in template["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"]
+    assert len(groups) == 1
+    properties: dict[str, Any] = groups[0]["Properties"]
+    return properties
+
+
+@pytest.mark.parametrize("stage", BUILT_STAGES)
+def test_core_node_group_is_on_demand_labelled_untainted_and_spread_over_two_azs(
+    stage: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    """platform-cluster.md §7 trap 7: a single node or AZ strands a Karpenter replica and EBS-backed pods."""
+    template = templates[stage]
+    group = core_node_group(template)
+    assert group["CapacityType"] == "ON_DEMAND"
+    assert group["Labels"] == {**CORE_NODE_LABELS, SYSTEM_NODE_LABEL: "system"}
+    assert "Taints" not in group
+    assert group["ScalingConfig"]["MinSize"] >= 2
+    assert group["InstanceTypes"] == ["m7i.xlarge"]
+    subnets = [template["Resources"][ref["Ref"]]["Properties"] for ref in group["Subnets"]]
+    zones = {str(subnet["AvailabilityZone"]) for subnet in subnets}
+    assert len(zones) == 2, zones
+
+
+def test_core_settings_reach_the_node_group() -> None:
+    build = build_tier(
+        "platform",
+        **{
+            "platform.stage": "gateway",
+            "platform.core_instance_type": "c7i.2xlarge",
+            "platform.core_nodes": 3,
+        },
+    )
+    group = core_node_group(build.templates()[STACK_NAME])
+    assert group["InstanceTypes"] == ["c7i.2xlarge"]
+    assert group["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
+
+
+def test_karpenter_runs_on_core_nodes_only_and_fits_them(tier_build: Callable[[str], TierBuild]) -> None:
+    """Karpenter manages only the Kata (and GPU) pools and runs on the core nodes. Its chart's defaults (the
+    vendored aws/karpenter-provider-aws release-v1.14.1 charts/karpenter/values.yaml, lines 49 and 90-107: two
+    replicas, a required node affinity ``karpenter.sh/nodepool DoesNotExist``, a required anti-affinity per
+    hostname and a zone spread with DoNotSchedule), which our values leave in place, need as many core nodes as
+    replicas over two AZs (platform-cluster.md §7 trap 7)."""
+    chart = yaml.safe_load((DATA / "karpenter" / "chart" / "values.yaml").read_text(encoding="utf-8"))
+    template = tier_build("platform").template(STACK_NAME)
+    values = {**chart, **helm_charts(template)["karpenter"]["Values"]}
+    group = core_node_group(template.to_json())
+    selector = {k: v for k, v in values["nodeSelector"].items() if k != "kubernetes.io/os"}
+    assert selector and selector.items() <= group["Labels"].items()
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}]}
+    ]
+    anti = values["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == [{"topologyKey": "kubernetes.io/hostname"}]
+    assert group["ScalingConfig"]["MinSize"] >= values["replicas"] == 2
+    assert [c["topologyKey"] for c in values["topologySpreadConstraints"]] == ["topology.kubernetes.io/zone"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("platform.stage", "pool", "gateway or tenants .*not available yet"),
+        ("platform.stage", "everything", "one of gateway, tenants, pool"),
+        ("platform.core_nodes", "1", "an integer from 2 to 10"),
+        ("platform.core_instance_type", "g6.xlarge", "an x86 m/c/r instance type"),
+        ("platform.vpc_cidr", "10.0.0.0/20", "an IPv4 CIDR block from /16 to /16"),
+    ],
+)
+def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
+    with pytest.raises(ConfigError, match=rf"context key '{key}': got .*expected .*{accepted}"):
+        make_app(tier="platform", **{key: value})
+
+
+def test_stages_climb_in_the_documented_order() -> None:
+    assert STAGES == ("gateway", "tenants", "pool")
+    assert STAGES[: len(BUILT_STAGES)] == BUILT_STAGES
+
+
+@pytest.mark.parametrize(("stage", "sandbox_images"), [("gateway", False), ("tenants", True)])
+def test_preflight_needs_the_core_nodes_and_from_stage_tenants_the_sandbox_images(
+    stage: str, sandbox_images: bool
+) -> None:
+    needs = tier_requirements("platform", f"platform.stage={stage}", "platform.core_nodes=3")
+    assert needs.instances == (InstanceNeed("ec2", "m7i.xlarge", 3),)
+    assert any(need.set_by == "platform.sandbox_image" for need in needs.images) == sandbox_images
