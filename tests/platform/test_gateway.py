@@ -20,7 +20,7 @@ from inference_tiers.constructs.gateway import BedrockTarget
 from inference_tiers.constructs.platform.gateway import CHART_TIMEOUT, PlatformGateway
 from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.platform_names import GATEWAY_NAMESPACE
-from tests.harness import FLAG_SETS, cdk_json_context, foreign_app_findings
+from tests.harness import FLAG_SETS, cdk_json_context, cfn_lint_errors, foreign_app_findings
 from tests.misuse import assert_refused
 from tests.platform.test_gateway_chart import CHART_DATA, secret_literals
 from tests.sandbox.helpers import by_kind, helm_charts, manifests
@@ -187,3 +187,7 @@ def test_nag_clean_in_a_users_app(flags: str) -> None:
         return [gateway, ModelInvocationLogging(cdk.Stack.of(gateway), "Logging")]
 
     assert foreign_app_findings(user_app, flags) == []
+
+
+def test_template_passes_cfn_lint(built: dict[str, Any]) -> None:
+    assert cfn_lint_errors(built["template"].to_json()) == []
