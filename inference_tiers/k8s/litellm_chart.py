@@ -291,8 +291,10 @@ def secret_provider_class(
     password (JSON keys ``username``/``password`` of the RDS secret) and the Valkey AUTH token (a plain string)
     into :data:`STATE_SECRET`, read with the mounting pod's EKS Pod Identity.
 
-    Keys: aws/secrets-store-csi-driver-provider-aws README ("objectName", "objectType", "jmesPath",
-    "objectAlias", "usePodIdentity", "region"); kubernetes-sigs/secrets-store-csi-driver ``secretObjects``."""
+    ``objects`` is YAML (JSON here) of aws/secrets-store-csi-driver-provider-aws ``provider/secret_descriptor.go``
+    @012fd42 (``SecretDescriptor``: objectName, objectType, objectAlias, jmesPath; ``JMESPathEntry``: path,
+    objectAlias; both required per entry); ``usePodIdentity`` and ``secretObjects`` (sync to a Kubernetes Secret,
+    which the driver does only with its secret sync turned on) are unconfirmed against a pinned provider release."""
     objects = [
         {
             "objectName": database_secret_arn,

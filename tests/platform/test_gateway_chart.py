@@ -190,6 +190,9 @@ def test_endpoint_names_the_charts_objects() -> None:
 
 
 def test_secret_provider_class_syncs_the_state_secret() -> None:
+    """aws/secrets-store-csi-driver-provider-aws provider/secret_descriptor.go @012fd42: ``SecretDescriptor``
+    json tags objectName/objectType/objectAlias/jmesPath, ``JMESPathEntry`` path/objectAlias (both required);
+    every synced key is an alias the provider writes."""
     spc = chart.secret_provider_class(
         "litellm-state", database_secret_arn="arn:db", redis_secret_arn="arn:redis", region="us-east-1"
     )
@@ -199,6 +202,9 @@ def test_secret_provider_class_syncs_the_state_secret() -> None:
     aliases = {a["objectAlias"] for o in objects for a in o.get("jmesPath", [o])}
     assert {d["objectName"] for d in synced["data"]} == aliases
     assert spc["spec"]["parameters"]["usePodIdentity"] == "true"
+    fields = {"objectName", "objectType", "objectAlias", "jmesPath"}
+    assert all(set(o) <= fields and o["objectType"] == "secretsmanager" for o in objects)
+    assert all(set(e) == {"path", "objectAlias"} for o in objects for e in o.get("jmesPath", []))
 
 
 @pytest.mark.parametrize(
