@@ -73,7 +73,7 @@ class Gateway:
                 pass
             if time.monotonic() > deadline:
                 raise ApiError("the gateway did not become ready before the deadline")
-            time.sleep(5)
+            time.sleep(2)
 
 
 class Kubernetes:
