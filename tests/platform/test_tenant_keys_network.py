@@ -142,6 +142,7 @@ def test_evaluator_namespace_and_pod_selector_in_one_peer_is_an_and_in_two_peers
     }
     one_peer = _policy("a", {"ingress": [{"from": [both]}]})
     assert not allows(Cluster(SPACES, [one_peer]), B, A, 1)
+    assert not allows(Cluster(SPACES, [one_peer]), Pod("a", {"role": "x"}, "10.1.0.4"), A, 1)
     two_peers = _policy(
         "a",
         {

@@ -186,7 +186,9 @@ class Platform:
         )
         output = result.stdout + result.stderr
         for secret in [MASTER, SA_TOKEN, *self.litellm.keys]:
-            assert secret not in output, "the provisioner printed a secret"
+            assert secret not in output and base64.b64encode(secret.encode()).decode() not in output, (
+                "the provisioner printed a secret"
+            )
         return result
 
 
