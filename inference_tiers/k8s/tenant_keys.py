@@ -138,6 +138,7 @@ def team_id(tenant: TenantSpec) -> str:
 
 
 def key_alias(tenant: TenantSpec) -> str:
+    """The alias of the tenant's key, ``<namespace>/sandboxes`` (LiteLLM requires aliases to be unique)."""
     return tenant.namespace + KEY_ALIAS_SUFFIX
 
 

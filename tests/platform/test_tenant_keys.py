@@ -207,8 +207,9 @@ def test_a_changed_setting_or_script_renames_the_job_and_the_same_spec_does_not(
 def test_sandboxes_get_the_gateway_url_and_their_tenants_key_by_reference() -> None:
     container = tenancy_k8s.sandbox_pod_spec(TEAM_A, TENANCY)["containers"][0]
     env = {e["name"]: e for e in container["env"]}
-    # openai-python (v1.x, src/openai/_client.py) reads OPENAI_BASE_URL, default "https://api.openai.com/v1",
-    # and appends "/chat/completions"; LiteLLM serves /v1/chat/completions.
+    # openai 2.54.0 (LiteLLM 1.104.0's dependency, in the tool venv), openai/_client.py:252-254: OPENAI_BASE_URL,
+    # default "https://api.openai.com/v1", to which the SDK appends "/chat/completions"; LiteLLM 1.104.0 serves
+    # "/v1/chat/completions" (litellm/proxy/proxy_server.py:11653).
     assert env["OPENAI_BASE_URL"]["value"] == "http://litellm-gateway.litellm.svc.cluster.local:4000/v1"
     assert env["OPENAI_API_KEY"]["valueFrom"] == {
         "secretKeyRef": {"name": TENANT_KEY_SECRET, "key": TENANT_KEY_FIELD}
