@@ -4,9 +4,11 @@ LiteLLM's management API and a stand-in Kubernetes API on loopback that records 
 Every body the script sends is validated by the request model LiteLLM 1.104.0 reads it into (tool venv,
 litellm/proxy/_types.py: GenerateKeyRequest :1295, UpdateKeyRequest :1360, KeyRequest :1431, NewTeamRequest
 :2083, UpdateTeamRequest :2138, BlockTeamRequest :2234), with extra="forbid" (the models themselves ignore an
-unknown key). The stand-in answers as 1.104.0 does where the script depends on it: /team/info 404 for an unknown
+unknown key). The stand-in answers as 1.104.0 does where the script depends on it: /health/readiness without
+authentication (health_endpoints/_health_endpoints.py :1851, no user_api_key_auth), /team/info 404 for an unknown
 team (management_endpoints/team_endpoints.py :4854), /key/update 404 "Key not found" (key_management_endpoints.py
-:2642), unique key aliases (:7789 _enforce_unique_key_alias, HTTP 400).
+:2642), /key/delete 404 "No keys found" for an alias no key has (:5013), unique key aliases (:7789
+_enforce_unique_key_alias, HTTP 400).
 
 The real proxy cannot hold teams and keys here: it needs Prisma's engine, which cannot be downloaded in this
 environment (tests/gateway/test_keys.py), so a call with the written key is not made in these tests.
