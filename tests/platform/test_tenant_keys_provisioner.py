@@ -1,7 +1,8 @@
 """The provisioner script (assets/platform/provision_keys.py), run as the Job runs it, against a stateful stand-in of
 LiteLLM's management API and a stand-in Kubernetes API on loopback that records the Secret writes.
 
-Every body the script sends is validated by the request model LiteLLM 1.104.0 reads it into (tool venv,
+Every call the script makes is a route (method and path) of LiteLLM 1.104.0's routers, and every body it sends
+is validated by the request model LiteLLM 1.104.0 reads it into (tool venv,
 litellm/proxy/_types.py: GenerateKeyRequest :1295, UpdateKeyRequest :1360, KeyRequest :1431, NewTeamRequest
 :2083, UpdateTeamRequest :2138, BlockTeamRequest :2234), with extra="forbid" (the models themselves ignore an
 unknown key). The stand-in answers as 1.104.0 does where the script depends on it: /health/readiness without
@@ -49,17 +50,26 @@ MODELS = {
 PINNED_PROBE = """
 import json, sys
 from litellm.proxy import _types
+from litellm.proxy.health_endpoints import _health_endpoints
+from litellm.proxy.management_endpoints import key_management_endpoints, team_endpoints
 from pydantic import ConfigDict, ValidationError
 
+sent = json.load(sys.stdin)
 refused = []
-for name, body in json.load(sys.stdin):
+for name, body in sent["bodies"]:
     model = getattr(_types, name)
     strict = type(name, (model,), {"model_config": ConfigDict(extra="forbid", protected_namespaces=())})
     try:
         strict.model_validate(body)
     except ValidationError as error:
         refused.append(f"{name} {body}: {error}")
-print(json.dumps(refused))
+routes = {
+    (method, route.path)
+    for module in (_health_endpoints, key_management_endpoints, team_endpoints)
+    for route in module.router.routes
+    for method in route.methods
+}
+print(json.dumps({"refused": refused, "unknown": [c for c in sent["calls"] if tuple(c) not in routes]}))
 """
 
 
@@ -294,17 +304,19 @@ def test_the_master_key_is_required_by_the_stand_in(platform: Platform) -> None:
     assert result.returncode == 1 and "HTTP 401" in result.stderr
 
 
-def test_every_body_sent_validates_against_litellm_1_104_request_models(platform: Platform) -> None:
+def test_every_call_is_a_route_and_every_body_validates_against_litellm_1_104(platform: Platform) -> None:
     platform.litellm.teams["hand-made"] = {"team_id": "hand-made", "metadata": {}}
     for tenants in (TENANTS, TENANTS, ((TEAM_A, dataclasses.replace(ACCESS, key_rotation=1)),)):
         assert platform.run(tenants).returncode == 0
     sent = [(MODELS[path], body) for method, path, body in platform.litellm.requests if method == "POST"]
     assert {name for name, _ in sent} == set(MODELS.values())
+    calls = sorted({(method, path) for method, path, _ in platform.litellm.requests})
     probe = subprocess.run(
         [str(litellm_bin() / "python"), "-c", PINNED_PROBE],
-        input=json.dumps(sent),
+        input=json.dumps({"bodies": sent, "calls": calls}),
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
         capture_output=True,
         text=True,
         check=True,
     )
-    assert json.loads(probe.stdout) == []
+    assert json.loads(probe.stdout.splitlines()[-1]) == {"refused": [], "unknown": []}
