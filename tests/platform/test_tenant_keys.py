@@ -11,6 +11,7 @@ import aws_cdk as cdk
 import kubernetes_validate
 import pytest
 from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError
 from inference_tiers.constructs.eks.cluster import EksCluster
@@ -26,7 +27,8 @@ from inference_tiers.k8s.tenant_keys import (
     provisioner_objects,
     tenant_key_objects,
 )
-from tests.harness import cdk_json_context
+from inference_tiers.nag import InferenceChecks
+from tests.harness import cdk_json_context, nag_findings
 from tests.misuse import assert_refused
 from tests.platform.tenant_keys_data import ACCESS, GATEWAY, TEAM_A, TEAM_B, TENANCY, TENANTS
 from tests.sandbox.helpers import validate_custom_resource
@@ -302,3 +304,8 @@ def test_the_construct_refuses_misuse(
         param,
         match,
     )
+
+
+def test_the_construct_is_nag_clean(stack: dict[str, Any]) -> None:
+    assert nag_findings(stack["keys"], AwsSolutionsChecks()) == []
+    assert nag_findings(stack["keys"], InferenceChecks()) == []
