@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from inference_tiers.config import PINNED_IMAGE_DESCRIPTION, PINNED_IMAGE_PATTERN
+from inference_tiers.k8s.platform_names import TENANT_KEY_FIELD, TENANT_KEY_SECRET, GatewayEndpoint
 from inference_tiers.validation import Args
 
 Manifest = dict[str, Any]
@@ -87,6 +88,9 @@ class TenancySpec:
     :param overhead_memory_mib: the same, memory.
     :param model_gateway_url: ``https://host[:port]`` every sandbox may call (``MODEL_GATEWAY_URL``), or None.
     :param model_gateway_cidrs: the CIDRs that host resolves to (NetworkPolicy matches addresses, not names).
+    :param platform_gateway: the in-cluster LiteLLM of the ``platform`` tier, instead of ``model_gateway_url``:
+        sandboxes get ``OPENAI_BASE_URL`` and their tenant's key as ``OPENAI_API_KEY``, may reach only its
+        proxy pods (and DNS), and have no AWS identity (no route to the Pod Identity agent).
     :param image: default sandbox image (pinned tag or digest).
     :param command: the container command; empty: the image's entrypoint.
     :param owner: the name an ``ArgumentError`` gives for these settings (default ``TenancySpec``).
@@ -99,6 +103,7 @@ class TenancySpec:
     model_gateway_cidrs: Sequence[str] = ()
     image: str = DEFAULT_SANDBOX_IMAGE
     command: Sequence[str] = DEFAULT_SANDBOX_COMMAND
+    platform_gateway: GatewayEndpoint | None = None
     owner: str = "TenancySpec"
     gateway_port: int | None = field(init=False)
     """The port of ``model_gateway_url`` (its scheme's default when it names none); None without a gateway."""
@@ -127,6 +132,12 @@ class TenancySpec:
                 min_items=1,
                 max_items=16,
             )
+            if self.platform_gateway is not None:
+                raise args.error(
+                    "platform_gateway",
+                    self.platform_gateway,
+                    "None when model_gateway_url is set (one gateway)",
+                )
         elif self.model_gateway_cidrs:
             raise args.error(
                 "model_gateway_cidrs", list(self.model_gateway_cidrs), "empty without model_gateway_url"
@@ -252,6 +263,32 @@ def limit_range(tenant: TenantSpec) -> Manifest:
     }
 
 
+def dns_egress_rule() -> dict[str, Any]:
+    """Egress to CoreDNS only (UDP and TCP 53): a default deny that forgets it breaks every name lookup."""
+    return {
+        "to": [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+            }
+        ],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+
+
+def gateway_pods_egress(gateway: GatewayEndpoint) -> dict[str, Any]:
+    """Egress to the platform gateway's proxy pods (its namespace and pod labels) on the proxy port only."""
+    return {
+        "to": [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gateway.namespace}},
+                "podSelector": {"matchLabels": dict(gateway.pod_labels)},
+            }
+        ],
+        "ports": [{"protocol": "TCP", "port": gateway.port}],
+    }
+
+
 def network_policies(tenant: TenantSpec, tenancy: TenancySpec) -> list[Manifest]:
     """Default deny, then exactly what a sandbox needs; policies are additive, so the deny stays underneath."""
 
@@ -263,12 +300,13 @@ def network_policies(tenant: TenantSpec, tenancy: TenancySpec) -> list[Manifest]
             "spec": {"podSelector": {}, **spec},
         }
 
-    egress: list[dict[str, Any]] = [
-        {
-            "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}],
-            "ports": [{"protocol": "TCP", "port": 80}],
-        }
-    ]
+    egress: list[dict[str, Any]] = []
+    if tenancy.platform_gateway is not None:
+        egress.append(gateway_pods_egress(tenancy.platform_gateway))
+    else:
+        egress.append(
+            {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}], "ports": [{"protocol": "TCP", "port": 80}]}
+        )
     if tenancy.model_gateway_url is not None:
         egress.append(
             {
@@ -284,25 +322,7 @@ def network_policies(tenant: TenantSpec, tenancy: TenancySpec) -> list[Manifest]
     )
     return [
         policy("default-deny", {"policyTypes": ["Ingress", "Egress"]}),
-        policy(
-            "allow-dns",
-            {
-                "policyTypes": ["Egress"],
-                "egress": [
-                    {
-                        "to": [
-                            {
-                                "namespaceSelector": {
-                                    "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
-                                },
-                                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                            }
-                        ],
-                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-                    }
-                ],
-            },
-        ),
+        policy("allow-dns", {"policyTypes": ["Egress"], "egress": [dns_egress_rule()]}),
         policy("allow-egress", {"policyTypes": ["Egress"], "egress": egress}),
         policy(
             "allow-clients",
@@ -351,6 +371,15 @@ def sandbox_pod_spec(tenant: TenantSpec, tenancy: TenancySpec) -> dict[str, Any]
         container["command"] = list(tenancy.command)
     if tenancy.model_gateway_url is not None:
         container["env"].append({"name": "MODEL_GATEWAY_URL", "value": tenancy.model_gateway_url})
+    if tenancy.platform_gateway is not None:
+        # OpenAI SDKs append /chat/completions to OPENAI_BASE_URL, whose default ends in /v1.
+        container["env"] += [
+            {"name": "OPENAI_BASE_URL", "value": tenancy.platform_gateway.base_url + "/v1"},
+            {
+                "name": "OPENAI_API_KEY",
+                "valueFrom": {"secretKeyRef": {"name": TENANT_KEY_SECRET, "key": TENANT_KEY_FIELD}},
+            },
+        ]
     return {
         "runtimeClassName": tenancy.runtime_class_name,
         "serviceAccountName": SANDBOX_SERVICE_ACCOUNT,
