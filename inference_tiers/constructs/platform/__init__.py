@@ -1,0 +1,1 @@
+"""Constructs of the ``platform`` tier."""
