@@ -15,6 +15,7 @@ to AMP (remote write, SigV4) and traces to X-Ray.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -66,15 +67,21 @@ def _keep_port(port: int) -> dict[str, Any]:
     }
 
 
-_POD_LABELS: list[dict[str, Any]] = [
+# Every pod-discovered target's namespace, pod and node as labels (relabel rules; platform_scrape reuses them).
+POD_LABELS: list[dict[str, Any]] = [
     {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
     {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
     {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
 ]
 
 
-def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) -> dict[str, Any]:
-    """The scraper's Prometheus configuration; every series gets ``cluster=<cluster_label>``."""
+def eks_scrape_config(
+    cluster_label: str, *, scrape_interval_seconds: int = 30, extra_jobs: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The scraper's Prometheus configuration; every series gets ``cluster=<cluster_label>``.
+
+    :param extra_jobs: scrape jobs appended after this module's own (a tier's components, such as the platform's
+        gateway metrics Service). Default: none."""
     args = Args("eks_scrape_config")
     args.text("cluster_label", cluster_label, pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", allow_token=True)
     interval = args.integer("scrape_interval_seconds", scrape_interval_seconds, minimum=10, maximum=300)
@@ -109,7 +116,7 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
             "regex": f"{EFA_EXPORTER};(.+)",
             "target_label": "instance",
         },
-        *_POD_LABELS,
+        *POD_LABELS,
     ]
     return {
         "global": {
@@ -122,26 +129,27 @@ def eks_scrape_config(cluster_label: str, *, scrape_interval_seconds: int = 30) 
             {
                 "job_name": "dcgm-exporter",
                 "kubernetes_sd_configs": [{"role": "pod"}],
-                "relabel_configs": [_keep_port(DCGM_EXPORTER_PORT), *_POD_LABELS],
+                "relabel_configs": [_keep_port(DCGM_EXPORTER_PORT), *POD_LABELS],
             },
             {
                 "job_name": "node-exporter",
                 "kubernetes_sd_configs": [{"role": "pod"}],
-                "relabel_configs": [_keep_port(NODE_EXPORTER_PORT), *_POD_LABELS],
+                "relabel_configs": [_keep_port(NODE_EXPORTER_PORT), *POD_LABELS],
             },
             {
                 "job_name": "keda-operator",
                 "kubernetes_sd_configs": [{"role": "pod"}],
-                "relabel_configs": [_keep_named_port(KEDA_OPERATOR, (KEDA_METRICS_PORT_NAME,)), *_POD_LABELS],
+                "relabel_configs": [_keep_named_port(KEDA_OPERATOR, (KEDA_METRICS_PORT_NAME,)), *POD_LABELS],
             },
             {
                 "job_name": KUBE_STATE_METRICS,
                 "kubernetes_sd_configs": [{"role": "pod"}],
                 "relabel_configs": [
                     _keep_named_port(KUBE_STATE_METRICS, KUBE_STATE_METRICS_PORT_NAMES),
-                    *_POD_LABELS,
+                    *POD_LABELS,
                 ],
             },
+            *extra_jobs,
         ],
     }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import (
     Annotations,
@@ -233,6 +234,7 @@ class ObservabilityHub(Construct):
         cluster_label: str,
         scope: Construct | None = None,
         cluster: eks.ICluster | None = None,
+        extra_jobs: Sequence[dict[str, Any]] = (),
     ) -> aps.CfnScraper:
         """An AMP managed scraper for an EKS cluster (configuration: :func:`collectors.eks_scrape_config`).
 
@@ -251,6 +253,8 @@ class ObservabilityHub(Construct):
             scraper's read-only RBAC (:func:`~inference_tiers.observability.scraper_rbac.scraper_rbac`, bound to
             the user ``aps-collector-user``) is applied to it as ``AmpScraperRbac``. Default: none, and a synth
             warning names the RBAC to apply to the cluster yourself.
+        :param extra_jobs: scrape jobs added to the configuration (``eks_scrape_config(extra_jobs=)``). Default:
+            none.
         """
         args = Args("ObservabilityHub.add_eks_scraper")
         args.text("construct_id", construct_id, pattern=r"[A-Za-z][A-Za-z0-9]{0,63}", allow_token=False)
@@ -294,7 +298,7 @@ class ObservabilityHub(Construct):
         else:
             args.implements("cluster", cluster, eks.ICluster)
             cluster.add_manifest("AmpScraperRbac", *scraper_rbac())
-        blob = collectors.to_yaml(collectors.eks_scrape_config(cluster_label))
+        blob = collectors.to_yaml(collectors.eks_scrape_config(cluster_label, extra_jobs=extra_jobs))
         scraper = aps.CfnScraper(
             owner,
             construct_id,
