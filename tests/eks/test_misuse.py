@@ -96,7 +96,12 @@ CASES: list[tuple[type, Callable[[Env], dict[str, Any]], str, str]] = [
         "system_node_labels key",
         r"got 'inference-tiers/node-pool'",
     ),
-    (EksCluster, lambda e: {"system_node_labels": {"node-role": "a b"}}, "system_node_labels['node-role']", "got"),
+    (
+        EksCluster,
+        lambda e: {"system_node_labels": {"node-role": "a b"}},
+        "system_node_labels['node-role']",
+        "got",
+    ),
     (EksCluster, lambda e: {"system_node_labels": ["node-role"]}, "system_node_labels", "a mapping"),
     (EksCluster, lambda e: {"system_node_instance_type": "c7g.large"}, "system_node_instance_type", "x86_64"),
     (
