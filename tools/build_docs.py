@@ -27,7 +27,14 @@ import inference_tiers.constructs  # noqa: E402
 
 MODULE = "inference_tiers.constructs"
 # The modules the reference documents (tests/docs: every name a doc example imports is in one of them).
-MODULES = (MODULE, "inference_tiers.constructs.hyperpod.dependencies", "inference_tiers.nag.pack")
+MODULES = (
+    MODULE,
+    "inference_tiers.constructs.hyperpod.dependencies",
+    "inference_tiers.nag.pack",
+    # The platform tier's constructs are not re-exported from the package yet (issue 30 is open).
+    "inference_tiers.constructs.platform.observability",
+    "inference_tiers.k8s.platform_names",
+)
 # The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.
 for _name in inference_tiers.constructs.__all__:
     getattr(inference_tiers.constructs, _name)

@@ -12,11 +12,15 @@ from types import MappingProxyType
 # Core nodes (the managed node group): LiteLLM, Grafana and every controller select them; Karpenter never
 # provisions them (it manages only the Kata and GPU pools).
 CORE_NODE_LABELS = MappingProxyType({"node-role": "core"})
+"""The labels of the core managed node group; core pods select them."""
 
 GATEWAY_NAMESPACE = "litellm"
+"""The gateway's namespace: the master key never leaves it."""
 # A tenant's virtual key lives in this Secret of the tenant's namespace (key ``api-key``).
 TENANT_KEY_SECRET = "litellm-key"
+"""The Secret, in each tenant namespace, that holds the tenant's virtual key."""
 TENANT_KEY_FIELD = "api-key"
+"""The key of the virtual key in that Secret."""
 
 
 @dataclass(frozen=True)
