@@ -42,7 +42,7 @@ class MigrationTask:
     :param security_group: the task's security group.
     """
 
-    cluster: ecs.ICluster
+    cluster: ecs.Cluster
     task_definition: ecs.TaskDefinition
     container_name: str
     command: str
