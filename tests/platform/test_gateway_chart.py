@@ -284,8 +284,9 @@ def liveliness_port() -> Iterator[int]:
 
 def test_a_rotated_password_fails_the_liveness_probe(tmp_path: Path, liveliness_port: int) -> None:
     """The probe is run here with ``sh`` and ``python3`` (the LiteLLM image's): alive while the mounted password
-    equals the one the container started with (DATABASE_PASSWORD, from the synced Secret: the chart's
-    _helpers.tpl ``litellm.serverEnv``) and the proxy answers; a rotation that changed the mount fails it, and the
+    equals the one the container started with (DATABASE_PASSWORD by secretKeyRef of
+    ``database.writer.passwordSecret``: the chart's templates/_helpers.tpl ``litellm.serverEnv``, read at BerriAI/litellm
+    07e8a9b, the nearest stored version; 5cf956f's is not in the index) and the proxy answers; a rotation that changed the mount fails it, and the
     kubelet restarts the container with the Secret's new value."""
     probe = values()["gateway"]["livenessProbe"]
     command = [
