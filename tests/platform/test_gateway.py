@@ -107,7 +107,9 @@ def test_secrets_store_driver_is_installed_pinned_with_sync_and_rotation(
     built: dict[str, Any], tmp_path: Path
 ) -> None:
     """The provider chart (aws/secrets-store-csi-driver-provider-aws 3.1.1, bundling the driver 1.6.0) installs the
-    SecretProviderClass CRD, so the gateway's objects wait for it; ``install_secrets_store=False`` skips it."""
+    SecretProviderClass CRD, so the gateway's objects wait for it; ``install_secrets_store=False`` skips it.
+    Repository and namespace: the provider's README.md @3.1.1 :28-29 (``helm repo add aws-secrets-manager
+    https://aws.github.io/secrets-store-csi-driver-provider-aws``, ``helm install -n kube-system``)."""
     gateway: PlatformGateway = built["gateway"]
     store = helm_charts(built["template"])[litellm_chart.SECRETS_STORE_RELEASE]
     assert store["Repository"] == litellm_chart.SECRETS_STORE_CHART_REPOSITORY

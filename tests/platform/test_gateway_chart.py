@@ -262,6 +262,11 @@ def test_secrets_store_values_are_keys_of_the_pinned_charts() -> None:
     assert missing_values_keys(subchart, "../platform/secrets-store-csi/driver-values.yaml") == []
     assert subchart["syncSecret"]["enabled"] is True and subchart["enableSecretRotation"] is True
     assert subchart["rotationPollInterval"] == f"{chart.ROTATION_POLL_SECONDS}s"
+    # usePodIdentity needs the driver to request pod tokens for this audience (provider values.yaml :64-66);
+    # the chart's default does, and a list set here would replace it.
+    defaults = yaml.safe_load((SECRETS_STORE_DATA / "provider-values.yaml").read_text())
+    assert {"audience": "pods.eks.amazonaws.com"} in defaults["secrets-store-csi-driver"]["tokenRequests"]
+    assert "tokenRequests" not in subchart
 
 
 @pytest.fixture
