@@ -52,6 +52,19 @@ DATABASE_PASSWORD_KEY = "db-password"
 REDIS_PASSWORD_KEY = "redis-password"
 SECRETS_VOLUME = "aws-secrets"
 SECRETS_MOUNT = "/mnt/aws-secrets"
+# The Secrets Store CSI driver and its AWS provider, from the provider's chart (which bundles the driver's chart at
+# 1.6.0, its Chart.lock). Not the EKS add-on aws-secrets-store-csi-driver-provider: it accepts the driver's
+# syncSecret.enabled but does not pass it on, so the sync RBAC is missing (secrets-store-csi-driver-provider-aws#597).
+SECRETS_STORE_CHART_REPOSITORY = "https://aws.github.io/secrets-store-csi-driver-provider-aws"
+SECRETS_STORE_CHART = "secrets-store-csi-driver-provider-aws"
+SECRETS_STORE_CHART_VERSION = "3.1.1"
+SECRETS_STORE_RELEASE = "secrets-provider-aws"
+SECRETS_STORE_NAMESPACE = "kube-system"
+# How often the driver re-reads every mounted secret and updates the synced Secret (its rotation reconciler): a
+# rotated database password reaches the pods within this, and the proxy restarts within LIVENESS_WINDOW_SECONDS more.
+ROTATION_POLL_SECONDS = 120
+LIVENESS_PERIOD_SECONDS = 15
+LIVENESS_FAILURES = 6
 # A migration attempt that blocks on the database fails within this, well inside the 15 minutes the CDK kubectl
 # handler lives (platform-cluster.md trap 1; the chart's default is 1800 s).
 MIGRATION_DEADLINE_SECONDS = 540
@@ -178,6 +191,44 @@ def _environment(proxy_config_text: str, balancer: LoadBalancer | None) -> list[
     return [{"name": name, "value": value} for name, value in plain.items()]
 
 
+def secrets_store_values() -> dict[str, Any]:
+    """The provider chart's values: the bundled driver with secret sync (its RBAC on Secrets) and rotation on.
+
+    Keys: the driver chart's values.yaml (kubernetes-sigs/secrets-store-csi-driver v1.6.0, ``syncSecret``,
+    ``enableSecretRotation``, ``rotationPollInterval``), under the provider chart's dependency key."""
+    return {
+        "secrets-store-csi-driver": {
+            "syncSecret": {"enabled": True},
+            "enableSecretRotation": True,
+            "rotationPollInterval": f"{ROTATION_POLL_SECONDS}s",
+        }
+    }
+
+
+def _liveness_probe() -> dict[str, Any]:
+    """The proxy is alive while it answers ``/health/liveliness`` (the chart's own probe) AND still holds the
+    database password the CSI volume has now: after a rotation the volume changes, the probe fails and the kubelet
+    restarts the container, whose ``DATABASE_PASSWORD`` (secretKeyRef) is then read from the updated Secret."""
+    password_file = f"{SECRETS_MOUNT}/{DATABASE_PASSWORD_KEY}"
+    liveliness = (
+        "import urllib.request; "
+        f"urllib.request.urlopen('http://127.0.0.1:{PORT}/health/liveliness', timeout=8)"
+    )
+    return {
+        "exec": {
+            "command": [
+                "sh",
+                "-c",
+                f'[ "$(cat {password_file})" = "$DATABASE_PASSWORD" ] && exec python3 -c "{liveliness}"',
+            ]
+        },
+        "initialDelaySeconds": 10,
+        "periodSeconds": LIVENESS_PERIOD_SECONDS,
+        "timeoutSeconds": 10,
+        "failureThreshold": LIVENESS_FAILURES,
+    }
+
+
 def chart_values(
     proxy_config: Mapping[str, Any],
     *,
@@ -268,6 +319,7 @@ def chart_values(
                 "requests": {"cpu": "1", "memory": f"{MIN_MEMORY_GIB}Gi"},
                 "limits": {"memory": f"{MIN_MEMORY_GIB}Gi"},
             },
+            "livenessProbe": _liveness_probe(),
             "startupProbe": {
                 "httpGet": {"path": "/health/readiness", "port": "http"},
                 "failureThreshold": 30,
@@ -291,10 +343,13 @@ def secret_provider_class(
     password (JSON keys ``username``/``password`` of the RDS secret) and the Valkey AUTH token (a plain string)
     into :data:`STATE_SECRET`, read with the mounting pod's EKS Pod Identity.
 
-    ``objects`` is YAML (JSON here) of aws/secrets-store-csi-driver-provider-aws ``provider/secret_descriptor.go``
-    @012fd42 (``SecretDescriptor``: objectName, objectType, objectAlias, jmesPath; ``JMESPathEntry``: path,
-    objectAlias; both required per entry); ``usePodIdentity`` and ``secretObjects`` (sync to a Kubernetes Secret,
-    which the driver does only with its secret sync turned on) are unconfirmed against a pinned provider release."""
+    At the pinned provider (aws/secrets-store-csi-driver-provider-aws 3.1.1): ``objects`` is YAML (JSON here) of
+    ``provider/secret_descriptor.go`` (``SecretDescriptor``: objectName :29, objectAlias :32, objectType :41,
+    jmesPath :47; ``JMESPathEntry``: path :69, objectAlias :72); ``region``, ``objects`` and ``usePodIdentity``
+    are the attributes ``server/server.go`` reads (:42, :45, :47), the last parsed with ``strconv.ParseBool``
+    (:166-172). ``secretObjects`` is the driver's (kubernetes-sigs/secrets-store-csi-driver v1.6.0
+    ``apis/v1/secretproviderclass_types.go``: secretName :39, type :41, data :46 of objectName :31 / key :33,
+    spec field :55); it syncs only with the driver's ``syncSecret.enabled`` (:func:`secrets_store_values`)."""
     objects = [
         {
             "objectName": database_secret_arn,

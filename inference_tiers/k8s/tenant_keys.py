@@ -11,9 +11,9 @@ RBAC cannot restrict ``create`` to a name) in each tenant namespace. Its Job nam
 changed tenant setting runs it again; a re-run keeps working keys. Bump a tenant's ``key_rotation`` to replace its
 key (the old one is deleted at once). A removed tenant's team is blocked, which stops its key; spend history stays.
 
-The NetworkPolicies of the gateway's pods: ingress only from tenant namespaces and the VPC (the ALB) on the proxy
-port and from the VPC (the metrics scraper) on the metrics port; egress only to DNS, the VPC (Aurora 5432, Valkey
-6379, VPC endpoints 443) and the EKS Pod Identity agent.
+The NetworkPolicy of the gateway's pods (``PlatformGateway`` applies it): ingress only from tenant namespaces and
+the VPC (the ALB) on the proxy port and from the VPC (the metrics scraper) on the metrics port; egress only to DNS,
+the VPC (Aurora 5432, Valkey 6379, VPC endpoints 443) and the EKS Pod Identity agent.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inference_tiers.constructs.gateway.proxy import ASSETS
+from inference_tiers.constructs.gateway.bootstrap import ASSETS
 from inference_tiers.litellm.database import bootstrap_queries
 from tests.harness import import_file
 
@@ -113,6 +113,16 @@ def test_the_migration_task_runs_the_override_privately_with_schema_updates_on()
 def test_a_failed_migration_fails_the_deploy_with_its_exit_code() -> None:
     with pytest.raises(RuntimeError, match="failed: exit code 2"):
         run(FakeEcs(exit_code=2))
+
+
+def test_without_a_task_definition_only_the_role_is_provisioned() -> None:
+    """The platform tier: the chart's hook migrates, so no ECS task is run (or needed)."""
+    ecs_properties = ("ClusterArn", "TaskDefinitionArn", "ContainerName", "MigrateCommand", "Subnets")
+    properties = {k: v for k, v in EVENT["ResourceProperties"].items() if k not in ecs_properties}
+    ecs = FakeEcs(exit_code=None)
+    result, data = run(ecs, {**EVENT, "ResourceProperties": properties})
+    assert result == {"PhysicalResourceId": "arn:aws:rds:us-east-1:1:cluster:db/litellm"} and not ecs.run
+    assert [c["sql"] for c in data.calls if c["sql"] in QUERIES] == QUERIES
 
 
 def test_delete_touches_nothing() -> None:

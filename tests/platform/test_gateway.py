@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def test_chart_waits_for_state_rules_identity_and_objects(built: dict[str, Any])
     kubectl handler's 15 minutes."""
     gateway: PlatformGateway = built["gateway"]
     template = built["template"].to_json()
-    (chart_id,) = built["template"].find_resources("Custom::AWSCDK-EKS-HelmChart").keys()
+    (chart_id,) = _logical_ids(gateway.chart)
     depends = set(template["Resources"][chart_id].get("DependsOn", []))
     ingress = {
         name
@@ -78,10 +79,68 @@ def test_chart_waits_for_state_rules_identity_and_objects(built: dict[str, Any])
     }
     assert len(ingress) == 2 and ingress <= depends
     association = gateway.identity.association.logical_id
-    for needed in (association, *_logical_ids(gateway.objects)):
+    for needed in (association, *_logical_ids(gateway.objects), *_logical_ids(gateway.bootstrap.resource)):
         assert cdk.Stack.of(gateway).resolve(needed) in depends
     assert CHART_TIMEOUT.to_minutes() < 15
     assert template["Resources"][chart_id]["Properties"]["Timeout"] == f"{int(CHART_TIMEOUT.to_seconds())}s"
+
+
+def test_the_database_role_exists_before_the_chart_and_no_ecs_task_is_run(built: dict[str, Any]) -> None:
+    """The chart's migration hook and pods log in as the proxy's role: DatabaseBootstrap creates it (and its
+    database) through the Data API as the master user first; the hook migrates, so the custom resource names no
+    ECS task (assets/gateway/migrate/index.py runs one only with ``TaskDefinitionArn``)."""
+    gateway: PlatformGateway = built["gateway"]
+    (bootstrap,) = built["template"].find_resources("Custom::LiteLLMMigration").values()
+    properties = bootstrap["Properties"]
+    assert "TaskDefinitionArn" not in properties and properties["Database"] == gateway.database.database_name
+    assert any(gateway.database.username in query for query in properties["Queries"])
+    statements = [
+        s
+        for p in built["template"].find_resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert any(s["Action"] == "rds-data:ExecuteStatement" for s in statements)
+    assert not any("ecs:RunTask" in json.dumps(s["Action"]) for s in statements)
+
+
+def test_secrets_store_driver_is_installed_pinned_with_sync_and_rotation(
+    built: dict[str, Any], tmp_path: Path
+) -> None:
+    """The provider chart (aws/secrets-store-csi-driver-provider-aws 3.1.1, bundling the driver 1.6.0) installs the
+    SecretProviderClass CRD, so the gateway's objects wait for it; ``install_secrets_store=False`` skips it.
+    Repository and namespace: the provider's README.md @3.1.1 :28-29 (``helm repo add aws-secrets-manager
+    https://aws.github.io/secrets-store-csi-driver-provider-aws``, ``helm install -n kube-system``)."""
+    gateway: PlatformGateway = built["gateway"]
+    store = helm_charts(built["template"])[litellm_chart.SECRETS_STORE_RELEASE]
+    assert store["Repository"] == litellm_chart.SECRETS_STORE_CHART_REPOSITORY
+    assert (store["Chart"], store["Version"]) == ("secrets-store-csi-driver-provider-aws", "3.1.1")
+    assert store["Namespace"] == "kube-system"
+    assert store["Values"] == litellm_chart.secrets_store_values()
+    assert gateway.secrets_store is not None
+    (store_id,) = _logical_ids(gateway.secrets_store)
+    (objects_id,) = _logical_ids(gateway.objects)
+    assert store_id in built["template"].to_json()["Resources"][objects_id]["DependsOn"]
+    skipped = compose(new_app(tmp_path), install_secrets_store=False)
+    assert skipped.secrets_store is None
+    releases = helm_charts(Template.from_stack(cdk.Stack.of(skipped)))
+    assert litellm_chart.SECRETS_STORE_RELEASE not in releases
+
+
+def test_the_gateway_owns_its_pods_network_policy(tmp_path: Path) -> None:
+    """One owner (TenantModelKeys no longer renders it): from stage gateway on the proxy pods are isolated, with
+    the load balancer's and the scraper's subnets admitted to their own ports."""
+    gateway = compose(new_app(tmp_path), alb_cidrs=["10.0.1.0/24"], scraper_cidrs=["10.0.8.0/24"])
+    (policy,) = by_kind(manifests(Template.from_stack(cdk.Stack.of(gateway))), "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == GATEWAY_NAMESPACE
+    assert policy["spec"]["podSelector"]["matchLabels"] == dict(gateway.endpoint.pod_labels)
+    peers = {
+        (peer["ipBlock"]["cidr"], rule["ports"][0]["port"])
+        for rule in policy["spec"]["ingress"]
+        for peer in rule["from"]
+        if "ipBlock" in peer
+    }
+    assert peers == {("10.0.1.0/24", gateway.endpoint.port), ("10.0.8.0/24", gateway.endpoint.metrics_port)}
+    assert gateway.objects in gateway.network_policy.node.dependencies
 
 
 def test_pod_identity_binds_the_charts_service_account(built: dict[str, Any]) -> None:
@@ -157,6 +216,9 @@ def test_endpoint_is_the_charts(built: dict[str, Any]) -> None:
         ("max_replicas", {"max_replicas": 1}, "from 2"),
         ("node_selector", {"node_selector": {}}, "node label"),
         ("chart_directory", {"chart_directory": CHART_DATA.parent}, "helm/litellm chart"),
+        ("alb_cidrs[0]", {"alb_cidrs": ["10.0.0.0/33"]}, "IPv4 CIDR"),
+        ("scraper_cidrs", {"scraper_cidrs": "10.0.0.0/24"}, "a string is not a list"),
+        ("install_secrets_store", {"install_secrets_store": "no"}, "True or False"),
     ],
 )
 def test_bad_input_names_the_parameter(

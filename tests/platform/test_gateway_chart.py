@@ -8,21 +8,29 @@ read them (cited per test), not by rendering the chart.
 
 from __future__ import annotations
 
+import http.server
 import json
+import os
 import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
 from inference_tiers.k8s import litellm_chart as chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GATEWAY_NAMESPACE
-from inference_tiers.litellm.config import LITELLM_VERSION, BedrockModel, GuardrailConfig, render_config
+from inference_tiers.litellm.config import LITELLM_VERSION, PORT, BedrockModel, GuardrailConfig, render_config
 from inference_tiers.validation import ArgumentError
 from tests.harness import DATA_DIR
-from tests.sandbox.helpers import missing_values_keys
+from tests.sandbox.helpers import _strict, missing_values_keys
 
 CHART_DATA = DATA_DIR / "platform" / "litellm-chart"
+SECRETS_STORE_DATA = DATA_DIR / "platform" / "secrets-store-csi"
 GUARDRAIL = GuardrailConfig("arn:aws:bedrock:us-east-1:123456789012:guardrail/abc123", "2")
 MODELS = [
     BedrockModel("nova", "us.amazon.nova-2-lite-v1:0", GUARDRAIL, "us-east-1"),
@@ -75,8 +83,10 @@ def test_chart_is_the_pinned_proxy_release() -> None:
 def test_every_value_is_a_key_of_the_pinned_chart() -> None:
     """Every key set is a key of values.yaml @5cf956f (below an empty-map default such as nodeSelector, any key)."""
     rendered = values()
-    # Free-form by the chart's design: the proxy config (gateway.config.proxy_config: {}) and the annotations.
-    assert missing_values_keys(rendered, "../platform/litellm-chart/values-keys.yaml") == []
+    # Free-form by the chart's design: the proxy config (gateway.config.proxy_config: {}), the annotations and the
+    # liveness probe (a whole Probe; _workload.tpl renders ``with .Values.gateway.livenessProbe`` with toYaml).
+    free_form = ("gateway.livenessProbe",)
+    assert missing_values_keys(rendered, "../platform/litellm-chart/values-keys.yaml", free_form) == []
     assert missing_values_keys({"gateway": {"pdbs": {}}}, "../platform/litellm-chart/values-keys.yaml") == [
         "gateway.pdbs"
     ]
@@ -189,13 +199,19 @@ def test_endpoint_names_the_charts_objects() -> None:
     assert endpoint.base_url == "http://litellm-gateway.litellm.svc.cluster.local:4000"
 
 
-def test_secret_provider_class_syncs_the_state_secret() -> None:
-    """aws/secrets-store-csi-driver-provider-aws provider/secret_descriptor.go @012fd42: ``SecretDescriptor``
-    json tags objectName/objectType/objectAlias/jmesPath, ``JMESPathEntry`` path/objectAlias (both required);
-    every synced key is an alias the provider writes."""
-    spc = chart.secret_provider_class(
+def _provider_class() -> dict[str, Any]:
+    return chart.secret_provider_class(
         "litellm-state", database_secret_arn="arn:db", redis_secret_arn="arn:redis", region="us-east-1"
     )
+
+
+def test_secret_provider_class_syncs_the_state_secret() -> None:
+    """aws/secrets-store-csi-driver-provider-aws 3.1.1 provider/secret_descriptor.go: ``SecretDescriptor`` json
+    tags objectName :29, objectAlias :32, objectType :41, jmesPath :47; ``JMESPathEntry`` path :69, objectAlias :72
+    (both required); every synced key is an alias the provider writes. server/server.go reads the attributes
+    ``region`` :42, ``objects`` :45 and ``usePodIdentity`` :47, the last with strconv.ParseBool (:166-172), which
+    takes "true"."""
+    spc = _provider_class()
     synced = spc["spec"]["secretObjects"][0]
     assert synced["secretName"] == chart.STATE_SECRET
     objects = json.loads(spc["spec"]["parameters"]["objects"])
@@ -205,6 +221,105 @@ def test_secret_provider_class_syncs_the_state_secret() -> None:
     fields = {"objectName", "objectType", "objectAlias", "jmesPath"}
     assert all(set(o) <= fields and o["objectType"] == "secretsmanager" for o in objects)
     assert all(set(e) == {"path", "objectAlias"} for o in objects for e in o.get("jmesPath", []))
+    assert set(spc["spec"]["parameters"]) == {"objects", "usePodIdentity", "region"}
+
+
+def test_secret_provider_class_fits_the_pinned_crd() -> None:
+    """The driver's CRD (kubernetes-sigs/secrets-store-csi-driver v1.6.0, vendored with its SOURCE.md), strict:
+    ``secretObjects`` (apis/v1/secretproviderclass_types.go :55) of secretName :39, type :41, data :46
+    (objectName :31, key :33); a misspelled field is refused, not pruned."""
+    crd = yaml.safe_load(
+        (SECRETS_STORE_DATA / "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml").read_text()
+    )
+    (version,) = (v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    validator = jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
+    spc = _provider_class()
+    assert (
+        crd["spec"]["group"] == spc["apiVersion"].split("/")[0]
+        and crd["spec"]["names"]["kind"] == spc["kind"]
+    )
+    validator.validate(spc)
+    spc["spec"]["secretObjects"][0]["secretname"] = spc["spec"]["secretObjects"][0].pop("secretName")
+    assert not validator.is_valid(spc)
+
+
+def test_secrets_store_values_are_keys_of_the_pinned_charts() -> None:
+    """Provider chart 3.1.1 (Chart.yaml ``version``; Chart.lock bundles the driver chart 1.6.0 as dependency
+    ``secrets-store-csi-driver``); the driver's values.yaml v1.6.0 has ``syncSecret.enabled`` (RBAC to write
+    Secrets, templates/role-syncsecret.yaml), ``enableSecretRotation`` and ``rotationPollInterval`` (the
+    ``--enable-secret-rotation`` / ``--rotation-poll-interval`` flags, templates/secrets-store-csi-driver.yaml
+    :78-83)."""
+    provider = yaml.safe_load((SECRETS_STORE_DATA / "provider-Chart.yaml").read_text())
+    assert (provider["name"], provider["version"]) == (
+        chart.SECRETS_STORE_CHART,
+        chart.SECRETS_STORE_CHART_VERSION,
+    )
+    (driver,) = yaml.safe_load((SECRETS_STORE_DATA / "provider-Chart.lock").read_text())["dependencies"]
+    assert (driver["name"], driver["version"]) == ("secrets-store-csi-driver", "1.6.0")
+    rendered = chart.secrets_store_values()
+    subchart = rendered.pop("secrets-store-csi-driver")
+    assert missing_values_keys(rendered, "../platform/secrets-store-csi/provider-values.yaml") == []
+    assert missing_values_keys(subchart, "../platform/secrets-store-csi/driver-values.yaml") == []
+    assert subchart["syncSecret"]["enabled"] is True and subchart["enableSecretRotation"] is True
+    assert subchart["rotationPollInterval"] == f"{chart.ROTATION_POLL_SECONDS}s"
+    # usePodIdentity needs the driver to request pod tokens for this audience (provider values.yaml :64-66);
+    # the chart's default does, and a list set here would replace it.
+    defaults = yaml.safe_load((SECRETS_STORE_DATA / "provider-values.yaml").read_text())
+    assert {"audience": "pods.eks.amazonaws.com"} in defaults["secrets-store-csi-driver"]["tokenRequests"]
+    assert "tokenRequests" not in subchart
+
+
+@pytest.fixture
+def liveliness_port() -> Iterator[int]:
+    """A stand-in for the proxy's ``/health/liveliness`` on a free local port."""
+
+    class Alive(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+            self.send_response(200 if self.path == "/health/liveliness" else 404)
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Alive)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def test_a_rotated_password_fails_the_liveness_probe(tmp_path: Path, liveliness_port: int) -> None:
+    """The probe is run here with ``sh`` and ``python3`` (the LiteLLM image's): alive while the mounted password
+    equals the one the container started with (DATABASE_PASSWORD by secretKeyRef of
+    ``database.writer.passwordSecret``: the chart's templates/_helpers.tpl ``litellm.serverEnv``, read at BerriAI/litellm
+    07e8a9b, the nearest stored version; 5cf956f's is not in the index) and the proxy answers; a rotation that changed the mount fails it, and the
+    kubelet restarts the container with the Secret's new value."""
+    probe = values()["gateway"]["livenessProbe"]
+    command = [
+        part.replace(chart.SECRETS_MOUNT, str(tmp_path)).replace(f":{PORT}/", f":{liveliness_port}/")
+        for part in probe["exec"]["command"]
+    ]
+    (tmp_path / chart.DATABASE_PASSWORD_KEY).write_text("first-password")
+
+    def alive(password: str) -> bool:
+        environment = {"PATH": os.environ["PATH"], "DATABASE_PASSWORD": password}
+        return subprocess.run(command, env=environment, capture_output=True, timeout=30).returncode == 0
+
+    assert alive("first-password")
+    assert not alive("stale-password")
+    (tmp_path / chart.DATABASE_PASSWORD_KEY).write_text("second-password")
+    assert not alive("first-password") and alive("second-password")
+    # Restarted within the poll interval plus the probe's failures, well inside a day.
+    window = chart.ROTATION_POLL_SECONDS + probe["periodSeconds"] * probe["failureThreshold"]
+    assert window <= 5 * 60
+
+
+def test_the_liveness_probe_still_needs_the_proxy_to_answer(tmp_path: Path) -> None:
+    probe = values()["gateway"]["livenessProbe"]
+    command = [part.replace(chart.SECRETS_MOUNT, str(tmp_path)) for part in probe["exec"]["command"]]
+    command = [part.replace(f":{PORT}/", ":9/") for part in command]  # the discard port: nothing answers
+    (tmp_path / chart.DATABASE_PASSWORD_KEY).write_text("pw")
+    environment = {"PATH": os.environ["PATH"], "DATABASE_PASSWORD": "pw"}
+    assert subprocess.run(command, env=environment, capture_output=True, timeout=30).returncode != 0
 
 
 @pytest.mark.parametrize(

@@ -258,9 +258,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     stack = cdk.Stack(app, "Keys")
     eks = EksCluster(stack, "Eks", admin_principal_arns=["arn:aws:iam::123456789012:role/Admin"])
-    keys = TenantModelKeys(
-        stack, "Keys", cluster=eks.cluster, gateway=GATEWAY, tenants=TENANTS, alb_cidrs=["10.0.0.0/24"]
-    )
+    keys = TenantModelKeys(stack, "Keys", cluster=eks.cluster, gateway=GATEWAY, tenants=TENANTS)
     return {"stack": stack, "eks": eks, "keys": keys, "template": Template.from_stack(stack)}
 
 
@@ -274,7 +272,9 @@ def test_the_construct_applies_the_tenants_objects_before_the_provisioner(stack:
         for r in stack["template"].find_resources("Custom::AWSCDK-EKS-KubernetesResource").values()
     ]
     assert sum('"kind": "Job"' in m or '\\"kind\\":\\"Job\\"' in m for m in manifests) == 1
-    assert any("10.0.0.0/24" in m for m in manifests)
+    # The proxy pods' NetworkPolicy is PlatformGateway's (one owner): only the provisioner's own policy here.
+    assert sum("NetworkPolicy" in m for m in manifests) == 1
+    assert not any("litellm-proxy" in m for m in manifests)
     assert not any("sk-" in m for m in manifests)
 
 
@@ -290,8 +290,6 @@ _counter = iter(range(1000))
         ({"tenants": [TENANTS[0], TENANTS[0]]}, "tenants (namespaces)[1]", "at most once"),
         ({"gateway": "litellm"}, "gateway", "GatewayEndpoint"),
         ({"image": "ghcr.io/berriai/litellm"}, "image", "pinned image"),
-        ({"alb_cidrs": ["10.0.0.0/33"]}, "alb_cidrs[0]", "IPv4 CIDR"),
-        ({"scraper_cidrs": "10.0.0.0/24"}, "scraper_cidrs", "a string is not a list"),
     ],
 )
 def test_the_construct_refuses_misuse(

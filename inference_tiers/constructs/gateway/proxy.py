@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Annotations, CfnElement, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -36,24 +36,22 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.checkov import skip_check
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.gateway.bootstrap import ASSETS as ASSETS  # the tests' path to the handlers
+from inference_tiers.constructs.gateway.bootstrap import DatabaseBootstrap, MigrationTask, asset_function
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
 from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
 from inference_tiers.litellm import config as litellm
 from inference_tiers.litellm.database import (
     PROXY_CONNECTION_SHARE,
-    bootstrap_queries,
     proxy_connection_budget,
 )
 from inference_tiers.validation import Args
 
-ASSETS = ASSETS_DIR / "gateway"
 CONTAINER_NAME = "litellm"
 API_PORT, ADMIN_PORT = 443, 8443
 HTTP_API_PORT, HTTP_ADMIN_PORT = 80, 8080
@@ -636,132 +634,36 @@ class LiteLLMGateway(Construct):
             )
         return load_balancer, target_group
 
-    def _handler(
-        self, name: str, *, asset: str, entry: str, timeout: Duration, memory_size: int, description: str
-    ) -> tuple[lambda_.Function, logs.LogGroup]:
-        """A Python function from ``assets/gateway/<asset>`` (``<name>Handler``) writing to its own log group
-        (``<name>Logs``: the gateway's key, one year, retained)."""
-        log_group = logs.LogGroup(
-            self,
-            f"{name}Logs",
-            encryption_key=self.encryption_key,
-            retention=logs.RetentionDays.ONE_YEAR,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        handler = lambda_.Function(
-            self,
-            f"{name}Handler",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            handler=entry,
-            code=lambda_.Code.from_asset(str(ASSETS / asset)),
-            timeout=timeout,
-            memory_size=memory_size,
-            log_group=log_group,
-            description=description,
-        )
-        return handler, log_group
-
     def _migration(self, private: ec2.SubnetSelection, workers: int) -> CustomResource:
-        handler, log_group = self._handler(
-            "Migration",
-            asset="migrate",
-            entry="index.on_event",
-            timeout=Duration.minutes(14),
-            memory_size=256,
-            description="Provisions the gateway's database role and runs LiteLLM's migrations once per deploy",
-        )
-        database = self.database
-        handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["rds-data:ExecuteStatement"], resources=[database.cluster.cluster_arn]
-            )
-        )
-        database.master_secret.grant_read(handler)
-        database.app_secret.grant_read(handler)
-        handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["ecs:RunTask"],
-                resources=[self.task_definition.task_definition_arn],
-                conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
-            )
-        )
-        tasks = Stack.of(self).format_arn(
-            service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
-        )
-        handler.add_to_role_policy(iam.PolicyStatement(actions=["ecs:DescribeTasks"], resources=[tasks]))
-        roles = [self.task_role.role_arn, self.task_definition.obtain_execution_role().role_arn]
-        handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["iam:PassRole"],
-                resources=roles,
-                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-            )
-        )
-        provider = cr.Provider(self, "MigrationProvider", on_event_handler=handler, log_group=log_group)
-        subnets = self.cluster.vpc.select_subnets(subnet_type=private.subnet_type)
-        self._acknowledge_migration(handler, provider)
-        # The Provider's own framework function gets its skips from FrameworkFunctionSkips (build_app).
-        skip_check(
-            handler,
-            "CKV_AWS_117",
-            "Calls only AWS APIs (RDS Data API, ECS, Secrets Manager, Lambda): no VPC resource to reach",
-        )
-        skip_check(
-            handler,
-            "CKV_AWS_115",
-            "No reserved concurrency: CloudFormation runs one operation at a time per stack, so migrations never "
-            "overlap, and any reservation fails in accounts at the new-account quota of 10 concurrent "
-            "executions (UnreservedConcurrentExecution must stay at least 10)",
-        )
-        skip_check(
-            handler,
-            "CKV_AWS_116",
-            "Invoked synchronously by CloudFormation through the Provider framework, which reports every failure to the stack: no asynchronous event to dead-letter",
-        )
-        migration = CustomResource(
+        # Id "Default" leaves the path out of the logical ids: the tier's resources keep theirs.
+        bootstrap = DatabaseBootstrap(
             self,
-            "Migration",
-            service_token=provider.service_token,
-            resource_type="Custom::LiteLLMMigration",
-            properties={
-                "ClusterArn": self.cluster.cluster_arn,
-                "TaskDefinitionArn": self.task_definition.task_definition_arn,
-                "ContainerName": CONTAINER_NAME,
-                "MigrateCommand": litellm.proxy_command(workers=workers, migrate_only=True),
-                "Subnets": subnets.subnet_ids,
-                "SecurityGroups": [self.security_group.security_group_id],
-                "DatabaseClusterArn": database.cluster.cluster_arn,
-                "Database": database.database_name,
-                "MasterSecretArn": database.master_secret.secret_arn,
-                "AppSecretArn": database.app_secret.secret_arn,
-                "Queries": bootstrap_queries(
-                    username=database.username,
-                    database=database.database_name,
-                    password_placeholder=":password",
-                ),
-            },
+            "Default",
+            database=self.database,
+            encryption_key=self.encryption_key,
+            migration_task=MigrationTask(
+                cluster=self.cluster,
+                task_definition=self.task_definition,
+                container_name=CONTAINER_NAME,
+                command=litellm.proxy_command(workers=workers, migrate_only=True),
+                subnets=self.cluster.vpc.select_subnets(subnet_type=private.subnet_type),
+                security_group=self.security_group,
+            ),
         )
-        # The Data API runs statements only on an available writer (Aurora user guide, Data API limitations);
-        # the task runs as the task and execution roles in the private subnets and pulls its image through their
-        # NAT routes: wait for the whole cluster (instances included), the roles' policies and those routes.
-        migration.node.add_dependency(
-            database.cluster,
-            self.task_role,
-            self.task_definition,
-            subnets.internet_connectivity_established,
-        )
-        return migration
+        return bootstrap.resource
 
     def _restart_on_rotation(self) -> lambda_.Function:
         """The rotation path (docs/gateway.md): each successful rotation of the proxy's database password starts a
         new deployment of the service (rolling, at least ``desired_count`` healthy tasks throughout)."""
-        handler, _ = self._handler(
+        handler, _ = asset_function(
+            self,
             "Restart",
             asset="restart",
             entry="index.on_rotation",
             timeout=Duration.seconds(30),
             memory_size=128,
             description="Restarts the gateway's tasks after a rotation of their database password",
+            encryption_key=self.encryption_key,
         )
         handler.add_to_role_policy(
             iam.PolicyStatement(actions=["ecs:UpdateService"], resources=[self.service.service_arn])
@@ -810,28 +712,3 @@ class LiteLLMGateway(Construct):
             "RotationRestart alarm, whose runbook is the manual restart (docs/gateway.md, the rotation path)",
         )
         return handler
-
-    def _acknowledge_migration(self, handler: lambda_.Function, provider: cr.Provider) -> None:
-        basic = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
-        acknowledge(
-            handler, basic, "The migration function uses the basic execution role only to write its logs"
-        )
-        acknowledge(provider, basic, "The aws-cdk Provider framework function uses it only to write its logs")
-        acknowledge(
-            handler,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{Stack.of(self).get_logical_id(_cfn(self.cluster))}>/*]",
-            "DescribeTasks needs the migration task's ARN, known only after RunTask: any task of this "
-            "gateway's own cluster, read-only",
-        )
-        handler_id = Stack.of(self).get_logical_id(_cfn(handler))
-        acknowledge(
-            provider,
-            f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
-            "The Provider framework invokes any version of the migration function, and only that function",
-        )
-
-
-def _cfn(construct: Construct) -> CfnElement:
-    resource = construct.node.default_child
-    assert isinstance(resource, CfnElement), f"{construct.node.path} has no CloudFormation resource"
-    return resource

@@ -8,7 +8,8 @@ still synthesizes offline; synth then warns, and a template rule stops the deplo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ipaddress
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -21,13 +22,16 @@ from constructs import Construct, IDependable
 
 from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.charts import refuse_unfetched_chart
+from inference_tiers.constructs.common.encryption import allow_log_encryption
 from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
 from inference_tiers.constructs.eks.cluster import as_cluster_ref, kubectl_cluster
+from inference_tiers.constructs.gateway.bootstrap import DatabaseBootstrap
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
 from inference_tiers.constructs.gateway.targets import GATEWAY_TARGETS, GatewayTarget
 from inference_tiers.constructs.sandbox.identity import PodIdentityRole
 from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GATEWAY_NAMESPACE, GatewayEndpoint
+from inference_tiers.k8s.tenant_keys import gateway_network_policies
 from inference_tiers.litellm.config import LITELLM_VERSION, RouterOptions, render_config
 from inference_tiers.validation import Args
 
@@ -47,7 +51,9 @@ class PlatformGateway(Construct):
     Attributes: ``endpoint`` (:class:`GatewayEndpoint`: Service, port, pod labels, metrics Service, master key
     Secret), ``chart`` (``HelmChart``), ``objects`` (the namespace, ServiceAccount and SecretProviderClass),
     ``identity`` (:class:`PodIdentityRole` of the proxy's ServiceAccount), ``database`` (``GatewayDatabase``),
-    ``cache`` (``GatewayCache``), ``fetched`` (False when the placeholder chart stands in).
+    ``bootstrap`` (``DatabaseBootstrap``: the proxy's database role), ``cache`` (``GatewayCache``),
+    ``secrets_store`` (the Secrets Store CSI driver's ``HelmChart``, None when skipped), ``network_policy``
+    (the proxy pods' NetworkPolicy), ``fetched`` (False when the placeholder chart stands in).
     """
 
     def __init__(
@@ -65,10 +71,12 @@ class PlatformGateway(Construct):
         node_selector: Mapping[str, str] = CORE_NODE_LABELS,
         chart_directory: Path | None = None,
         encryption_key: kms.IKey | None = None,
+        alb_cidrs: Sequence[str] | None = None,
+        scraper_cidrs: Sequence[str] | None = None,
+        install_secrets_store: bool = True,
     ) -> None:
         """
-        :param cluster: the platform's EKS cluster (with a kubectl provider; the Secrets Store CSI driver with
-            the AWS provider and secret sync installed, docs/platform.md).
+        :param cluster: the platform's EKS cluster (with a kubectl provider).
         :param vpc: the cluster's VPC: the database and Valkey go to its private subnets.
         :param models: the models served (``BedrockTarget``, ``SageMakerTarget``, ``OpenAICompatibleTarget``, as
             the ``gateway`` tier takes them); the proxy's role may invoke these and nothing else.
@@ -80,7 +88,13 @@ class PlatformGateway(Construct):
         :param node_selector: where the proxy and its migration Job run. Default: the core nodes.
         :param chart_directory: the fetch script's output. Default: none; a placeholder chart, a synth warning
             and a template rule that stops the deploy.
-        :param encryption_key: encrypts the database, Valkey and their secrets. Default: a new rotated key.
+        :param encryption_key: encrypts the database, Valkey, their secrets and the bootstrap function's log (a
+            key of your own must allow CloudWatch Logs). Default: a new rotated key.
+        :param alb_cidrs: the load balancer's subnets, allowed to the proxy port. Default: the VPC's CIDR.
+        :param scraper_cidrs: the metrics scraper's subnets, allowed to the metrics port. Default: the VPC's CIDR.
+        :param install_secrets_store: install the Secrets Store CSI driver and its AWS provider (chart
+            ``secrets-store-csi-driver-provider-aws`` 3.1.1 in ``kube-system``, secret sync and rotation on).
+            False when the cluster has them already, with ``syncSecret.enabled`` and rotation. Default: True.
         """
         super().__init__(scope, construct_id)
         args = Args("PlatformGateway")
@@ -107,12 +121,21 @@ class PlatformGateway(Construct):
             _check_chart_directory(args, chart_directory)
         if encryption_key is not None:
             args.implements("encryption_key", encryption_key, kms.IKey)
+        args.boolean("install_secrets_store", install_secrets_store)
+        vpc_cidr = vpc.vpc_cidr_block
+        albs = args.sequence("alb_cidrs", alb_cidrs or [vpc_cidr], _cidr(args), min_items=1, max_items=16)
+        scrapers = args.sequence(
+            "scraper_cidrs", scraper_cidrs or [vpc_cidr], _cidr(args), min_items=1, max_items=16
+        )
         key = encryption_key or kms.Key(
             self, "Key", enable_key_rotation=True, description="Platform gateway state"
         )
 
         self.database = GatewayDatabase(self, "Database", vpc=vpc, encryption_key=key)
         """The proxy's Aurora PostgreSQL (``GatewayDatabase``)."""
+        allow_log_encryption(key, self, "*")
+        self.bootstrap = DatabaseBootstrap(self, "Bootstrap", database=self.database, encryption_key=key)
+        """Creates the proxy's role and database (as the master user) before the chart's migration hook."""
         self.cache = GatewayCache(self, "Cache", vpc=vpc, encryption_key=key)
         """The proxy's Valkey (``GatewayCache``, TLS)."""
         # The pods use the cluster security group (managed node groups attach it): the rules are children of
@@ -159,6 +182,38 @@ class PlatformGateway(Construct):
             ],
         )
         """The namespace, the proxy's ServiceAccount and its SecretProviderClass (before the chart)."""
+        self.secrets_store = (
+            eks.HelmChart(
+                self,
+                "SecretsStore",
+                cluster=as_cluster_ref(cluster),
+                repository=litellm_chart.SECRETS_STORE_CHART_REPOSITORY,
+                chart=litellm_chart.SECRETS_STORE_CHART,
+                version=litellm_chart.SECRETS_STORE_CHART_VERSION,
+                release=litellm_chart.SECRETS_STORE_RELEASE,
+                namespace=litellm_chart.SECRETS_STORE_NAMESPACE,
+                values=litellm_chart.secrets_store_values(),
+                wait=True,
+                timeout=Duration.minutes(10),
+            )
+            if install_secrets_store
+            else None
+        )
+        """The Secrets Store CSI driver and AWS provider ``HelmChart`` (None with ``install_secrets_store=False``);
+        it installs the SecretProviderClass CRD."""
+        if self.secrets_store is not None:
+            self.objects.node.add_dependency(self.secrets_store)
+        self.network_policy = eks.KubernetesManifest(
+            self,
+            "NetworkPolicy",
+            cluster=as_cluster_ref(cluster),
+            manifest=gateway_network_policies(
+                litellm_chart.gateway_endpoint(), vpc_cidr=vpc_cidr, alb_cidrs=albs, scraper_cidrs=scrapers
+            ),
+        )
+        """The proxy pods' NetworkPolicy: the proxy port from tenant namespaces, the key provisioner and
+        ``alb_cidrs``; the metrics port from ``scraper_cidrs``; egress to DNS, the VPC and the Pod Identity agent."""
+        self.network_policy.node.add_dependency(self.objects)
 
         balancer = None
         if certificate_arn is not None:
@@ -205,7 +260,7 @@ class PlatformGateway(Construct):
             timeout=CHART_TIMEOUT,
         )
         """The LiteLLM ``HelmChart`` (release ``litellm``)."""
-        waits: list[IDependable] = [self.objects, self.identity, self.database, self.cache]
+        waits: list[IDependable] = [self.objects, self.identity, self.database, self.bootstrap, self.cache]
         waits += [child for gid in grants if (child := self.node.try_find_child(gid)) is not None]
         self.chart.node.add_dependency(*waits)
         assert cluster.kubectl_provider is not None
@@ -214,6 +269,19 @@ class PlatformGateway(Construct):
         self.endpoint: GatewayEndpoint = litellm_chart.gateway_endpoint()
         """How pods reach the proxy (``http://litellm-gateway.litellm.svc.cluster.local:4000``), its pod labels,
         metrics Service and master key Secret."""
+
+
+def _cidr(args: Args) -> Callable[[str, object], str]:
+    def check(name: str, value: object) -> str:
+        text = args.text(name, value, description="an IPv4 CIDR such as 10.0.0.0/16")
+        if not Token.is_unresolved(text):
+            try:
+                ipaddress.IPv4Network(text)
+            except ValueError:
+                raise args.error(name, value, "an IPv4 CIDR such as 10.0.0.0/16") from None
+        return text
+
+    return check
 
 
 def _check_chart_directory(args: Args, directory: Path) -> None:

@@ -1,12 +1,10 @@
-"""A LiteLLM team and virtual key per platform tenant, delivered as a Secret in the tenant's namespace, and the
-NetworkPolicy of the gateway's proxy pods (see :mod:`inference_tiers.k8s.tenant_keys`)."""
+"""A LiteLLM team and virtual key per platform tenant, delivered as a Secret in the tenant's namespace (see
+:mod:`inference_tiers.k8s.tenant_keys`). The proxy pods' NetworkPolicy is ``PlatformGateway``'s."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 
-from aws_cdk import Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
@@ -15,7 +13,6 @@ from inference_tiers.k8s.platform_names import GatewayEndpoint
 from inference_tiers.k8s.sandbox_tenancy import TenantSpec
 from inference_tiers.k8s.tenant_keys import (
     TenantModelAccess,
-    gateway_network_policies,
     provisioner_objects,
     tenant_key_objects,
 )
@@ -35,7 +32,7 @@ class TenantModelKeys(Construct):
 
     Attributes: ``tenants`` (the checked pairs), ``tenant_manifests`` (namespace to ``KubernetesManifest``: the
     empty Secret, the Role and its binding), ``provisioner`` (``KubernetesManifest``: ServiceAccount, ConfigMap,
-    Job, its NetworkPolicy), ``gateway_policy`` (``KubernetesManifest``: the proxy pods' NetworkPolicy).
+    Job, its NetworkPolicy).
     """
 
     def __init__(
@@ -47,8 +44,6 @@ class TenantModelKeys(Construct):
         gateway: GatewayEndpoint,
         tenants: Sequence[tuple[TenantSpec, TenantModelAccess]],
         image: str = LITELLM_IMAGE,
-        alb_cidrs: Sequence[str] | None = None,
-        scraper_cidrs: Sequence[str] | None = None,
     ) -> None:
         """
         :param cluster: the EKS cluster (with a kubectl provider); its VPC is where Aurora, Valkey and the VPC
@@ -56,8 +51,6 @@ class TenantModelKeys(Construct):
         :param gateway: the platform's LiteLLM gateway (namespace, Service, pod labels, master key Secret).
         :param tenants: each tenant with its model access; at least one, each namespace once.
         :param image: the provisioner's image (it needs ``python3``). Default: the pinned LiteLLM image.
-        :param alb_cidrs: the load balancer's subnets, allowed to the proxy port. Default: the VPC's CIDR.
-        :param scraper_cidrs: the metrics scraper's subnets, allowed to the metrics port. Default: the VPC's CIDR.
         """
         super().__init__(scope, construct_id)
         args = Args("TenantModelKeys")
@@ -80,20 +73,6 @@ class TenantModelKeys(Construct):
             "image", image, pattern=r"\S+:\S+", description="a pinned image with python3", allow_token=False
         )
         vpc_cidr = cluster.vpc.vpc_cidr_block
-
-        def cidr(name: str, value: object) -> str:
-            text = args.text(name, value, description="an IPv4 CIDR such as 10.0.0.0/16")
-            if not Token.is_unresolved(text):
-                try:
-                    ipaddress.IPv4Network(text)
-                except ValueError:
-                    raise args.error(name, value, "an IPv4 CIDR such as 10.0.0.0/16") from None
-            return text
-
-        albs = args.sequence("alb_cidrs", alb_cidrs or [vpc_cidr], cidr, min_items=1, max_items=16)
-        scrapers = args.sequence(
-            "scraper_cidrs", scraper_cidrs or [vpc_cidr], cidr, min_items=1, max_items=16
-        )
         ref = as_cluster_ref(cluster)
         self.tenant_manifests = {
             tenant.namespace: eks.KubernetesManifest(
@@ -111,12 +90,3 @@ class TenantModelKeys(Construct):
         """The ``KubernetesManifest`` of the provisioner: ServiceAccount, ConfigMap, Job and NetworkPolicy."""
         for manifest in self.tenant_manifests.values():
             self.provisioner.node.add_dependency(manifest)
-        self.gateway_policy = eks.KubernetesManifest(
-            self,
-            "GatewayPolicy",
-            cluster=ref,
-            manifest=gateway_network_policies(
-                gateway, vpc_cidr=vpc_cidr, alb_cidrs=albs, scraper_cidrs=scrapers
-            ),
-        )
-        """The ``KubernetesManifest`` of the proxy pods' NetworkPolicy."""

@@ -1,9 +1,11 @@
-"""Custom resource: once per deploy of a new task definition, before the proxy's service is updated,
+"""Custom resource: once per deploy that changes its properties, before anything connects as the proxy's role,
 
 1. provision the proxy's own database role and database through the RDS Data API, as the master user
    (the queries come from ``inference_tiers.litellm.database``: each returns the statements to run);
-2. run the proxy image once with ``--skip_server_startup`` (LiteLLM's migrations) as a Fargate task and wait for
-   it to exit 0. Serving tasks run with ``DISABLE_SCHEMA_UPDATE=true``, so no two versions migrate at once.
+2. when the properties name a task definition (``TaskDefinitionArn``: the ``gateway`` tier, once per new task
+   definition), run the proxy image once with ``--skip_server_startup`` (LiteLLM's migrations) as a Fargate task
+   and wait for it to exit 0. Serving tasks run with ``DISABLE_SCHEMA_UPDATE=true``, so no two versions migrate at
+   once. Without one (the ``platform`` tier), the LiteLLM chart's migration hook migrates.
 
 Delete does nothing: the database is retained with the cluster.
 """
@@ -38,6 +40,8 @@ def on_event(event: dict[str, Any], _context: Any, clients: dict[str, Any] | Non
         return {"PhysicalResourceId": event.get("PhysicalResourceId", physical_id)}
     clients = clients or {name: boto3.client(name) for name in ("rds-data", "secretsmanager", "ecs")}
     bootstrap(clients["rds-data"], clients["secretsmanager"], properties)
+    if "TaskDefinitionArn" not in properties:
+        return {"PhysicalResourceId": physical_id}
     task_arn = run_migrations(clients["ecs"], properties)
     return {"PhysicalResourceId": physical_id, "Data": {"MigrationTaskArn": task_arn}}
 
