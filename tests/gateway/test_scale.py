@@ -21,6 +21,7 @@ from inference_tiers.litellm.config import (
     OpenAICompatibleModel,
     ProxyFeatures,
     RouterOptions,
+    SageMakerModel,
     proxy_environment,
     render_config,
     render_text,
@@ -270,17 +271,31 @@ def test_a_self_hosted_fallback_is_priced_without_walking_a_rate_less_entry(
     stub: StubBackend, tmp_path: Path
 ) -> None:
     """The real proxy prices each $0 call of a self-hosted model that is also a fallback (``fallback``, and
-    its copy in ``primary``'s group once ``primary`` cools down) by the deployment's own entry, which has no
-    rate key, so LiteLLM's zero-cost diagnostic walks nothing. Priced by the shared
-    ``hosted_vllm/<served model>`` entry, which the pinned Router fills with every rate None once the model is
-    in two groups (router.py:9886-9959), the diagnostic would walk its rate keys on every call, about 2 ms
+    its copy in ``primary``'s group once ``primary`` cools down; ``sagemaker``, ``fallback``'s fallback) by the
+    deployment's own entry, which has no rate key, so LiteLLM's zero-cost diagnostic walks nothing. Priced by
+    the shared ``<provider>/<model>`` entry, which the pinned Router fills with every rate None once the model
+    is in two groups (router.py:9886-9959), the diagnostic would walk its rate keys on every call, about 2 ms
     (docs/gateway.md, "Proxy overhead")."""
-    rendered = config(stub)
+    sagemaker = SageMakerModel(
+        "sagemaker",
+        "qwen-endpoint",
+        "us-east-1",
+        runtime_url=f"{stub.url}/endpoints/qwen-endpoint/invocations",
+    )
+    rendered = render_config(
+        [*models(stub), sagemaker],
+        router=RouterOptions(
+            allowed_fails=ALLOWED_FAILS,
+            cooldown_seconds=COOLDOWN_SECONDS,
+            fallbacks={"primary": ["fallback"], "fallback": ["sagemaker"]},
+        ),
+        features=ProxyFeatures(database=False, redis=False),
+    )
     rendered["litellm_settings"]["callbacks"].append("diagnostic_probe.probe")
     (tmp_path / "diagnostic_probe.py").write_text(DIAGNOSTIC_PROBE)
     log = tmp_path / "diagnostic.jsonl"
     env = {"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY, "DIAGNOSTIC_LOG": str(log)}
-    calls = ["fallback"] * 3 + ["primary"] * (ALLOWED_FAILS + 3)
+    calls = ["fallback"] * 3 + ["sagemaker"] * 3 + ["primary"] * (ALLOWED_FAILS + 3)
     with run_proxy(render_text(rendered), tmp_path, extra_env=env) as proxy:
         for model in calls:
             status, reply = chat(proxy, model)
@@ -289,7 +304,7 @@ def test_a_self_hosted_fallback_is_priced_without_walking_a_rate_less_entry(
     records = [json.loads(line) for line in log.read_text().splitlines()]
     priced_by = [r["priced_by"] for r in records if "priced_by" in r]
     assert len(priced_by) >= len(calls), records  # the diagnostic ran on every call
-    assert set(priced_by) == {"fallback#1", "primary#2"}
+    assert set(priced_by) == {"fallback#1", "sagemaker#1", "primary#2"}
     assert [r["walked"] for r in records if r.get("walked")] == []
 
 
