@@ -335,20 +335,27 @@ FAILOVER_RETRY_POLICY = {
 COOLDOWN_ERROR_CLASSES = ("Timeout", "RateLimit", "InternalServer", "ServiceUnavailable", "BadGateway")
 
 
-def _deployment(model: ModelTarget, router: RouterOptions, group: str, order: int | None) -> dict[str, Any]:
+def _deployment(
+    model: ModelTarget, router: RouterOptions, group: str, order: int | None, priced_by_id: bool
+) -> dict[str, Any]:
     """``model``'s deployment in the model group ``group`` (its own, or, as a fallback, another model's), tried
-    at ``order`` among the group's deployments."""
+    at ``order`` among the group's deployments; ``priced_by_id``: see :func:`_model_list`."""
     entry: dict[str, Any] = {"model_name": group, "litellm_params": model.litellm_params()}
     if model.name in router.requests_per_minute:
         entry["litellm_params"]["rpm"] = router.requests_per_minute[model.name]
+    model_info: dict[str, Any] = {}
     if order is not None:
         entry["litellm_params"]["order"] = order
-        entry["model_info"] = {
-            "allowed_fails_policy": {
-                f"{error}ErrorAllowedFails": router.allowed_fails for error in COOLDOWN_ERROR_CLASSES
-            },
-            "cooldown_time": router.cooldown_seconds,
+        model_info["allowed_fails_policy"] = {
+            f"{error}ErrorAllowedFails": router.allowed_fails for error in COOLDOWN_ERROR_CLASSES
         }
+        model_info["cooldown_time"] = router.cooldown_seconds
+    if priced_by_id:
+        # "#" is in no model name (MODEL_NAME_PATTERN) nor LiteLLM cost-map key: unique, and no built-in price.
+        deployment_id = f"{group}#{order or 1}"
+        model_info.update(id=deployment_id, base_model=deployment_id)
+    if model_info:
+        entry["model_info"] = model_info
     return entry
 
 
@@ -359,15 +366,29 @@ def _model_list(models: Sequence[ModelTarget], router: RouterOptions) -> list[di
     LiteLLM 1.104.0 drops cooled-down deployments before it keeps the lowest order among the rest
     (router.py:12864-12882, then :12925-12929, utils.py:5179-5195): once the primary cools down, its calls go
     straight to the next order with no error raised. Before that, a failed call moves on to the next order
-    level in the same request (router.py:7214-7267, order-based fallbacks), as cross-group fallbacks did."""
+    level in the same request (router.py:7214-7267, order-based fallbacks), as cross-group fallbacks did.
+
+    A self-hosted model (no price in LiteLLM's cost map) that is also a fallback is priced by each of its
+    deployments' own cost-map entry (``model_info.base_model`` = its ``model_info.id``), which has no rate.
+    1.104.0 also registers every deployment under ``<provider>/<model>`` (router.py:9886-9959): registered twice
+    (the model in two groups), that entry takes every field ``get_model_info`` returns, each rate None
+    (utils.py:3341-3402), and every $0 call would walk its 146 keys in the zero-cost diagnostic, about 2 ms
+    (litellm_logging.py:1964-2027, litellm_core_utils/llm_cost_calc/zero_cost_diagnostic.py:77-98). The cost
+    calculator reads ``base_model`` first (cost_calculator.py:848-849, :2095-2111). No price is declared, so
+    budgets still apply (proxy/auth/auth_checks.py:493-530, :580-599); explicit zero prices would waive them."""
     by_name = {m.name: m for m in models}
+    fallback_targets = {target for targets in router.fallbacks.values() for target in targets}
+
+    def deployment(model: ModelTarget, group: str, order: int | None) -> dict[str, Any]:
+        priced_by_id = model.name in fallback_targets and not isinstance(model, BedrockModel)
+        return _deployment(model, router, group, order, priced_by_id)
+
     entries = []
     for model in models:
         targets = router.fallbacks.get(model.name, [])
-        entries.append(_deployment(model, router, model.name, 1 if targets else None))
+        entries.append(deployment(model, model.name, 1 if targets else None))
         entries += [
-            _deployment(by_name[target], router, model.name, order)
-            for order, target in enumerate(targets, start=2)
+            deployment(by_name[target], model.name, order) for order, target in enumerate(targets, start=2)
         ]
     return entries
 

@@ -455,6 +455,8 @@ def test_a_guarded_model_falls_back_to_an_unguarded_one_only_when_allowed() -> N
         {**models[0].litellm_params(), "order": 2},
     ]
     assert group(back, "m")[1]["guardrailConfig"] == models[0].litellm_params()["guardrailConfig"]
+    # a Bedrock model is priced by LiteLLM's cost map, never by its deployment's own (rate-less) entry
+    assert all("base_model" not in d.get("model_info", {}) for d in back["model_list"])
 
 
 def group(config: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -475,11 +477,20 @@ def test_fallbacks_are_ordered_deployments_of_the_models_group_each_cooling_down
     assert group(config, "b") == [models[1].litellm_params()] and group(config, "c") == [
         models[2].litellm_params()
     ]
-    for deployment in (d for d in config["model_list"] if d["model_name"] == "a"):
-        assert deployment["model_info"] == {
-            "allowed_fails_policy": {f"{e}ErrorAllowedFails": 4 for e in COOLDOWN_ERROR_CLASSES},
-            "cooldown_time": 45,
-        }
+    cooldown = {
+        "allowed_fails_policy": {f"{e}ErrorAllowedFails": 4 for e in COOLDOWN_ERROR_CLASSES},
+        "cooldown_time": 45,
+    }
+    # b and c, self-hosted and fallbacks, are priced by each deployment's own entry (id "<group>#<order>",
+    # unique), not by the shared one LiteLLM leaves without rates (tests/gateway/test_scale.py)
+    priced_by_id = lambda id_: {"id": id_, "base_model": id_}  # noqa: E731
+    assert [d.get("model_info") for d in config["model_list"]] == [
+        cooldown,
+        {**cooldown, **priced_by_id("a#2")},
+        {**cooldown, **priced_by_id("a#3")},
+        priced_by_id("b#1"),
+        priced_by_id("c#1"),
+    ]
     assert config["router_settings"]["model_group_retry_policy"] == {"a": FAILOVER_RETRY_POLICY}
 
 

@@ -21,6 +21,7 @@ from inference_tiers.litellm.config import (
     OpenAICompatibleModel,
     ProxyFeatures,
     RouterOptions,
+    SageMakerModel,
     proxy_environment,
     render_config,
     render_text,
@@ -165,21 +166,20 @@ def test_a_model_with_a_fallback_carries_its_own_cooldown(stub: StubBackend) -> 
     response's retry-after and the router-wide value (router.py:8190-8211, cooldown_handlers.py:175-187)."""
     primary, fallback_copy, fallback = config(stub)["model_list"]
     assert primary["model_name"] == fallback_copy["model_name"] == "primary"
-    assert (
-        primary["model_info"]
-        == fallback_copy["model_info"]
-        == {
-            "allowed_fails_policy": {
-                "TimeoutErrorAllowedFails": ALLOWED_FAILS,
-                "RateLimitErrorAllowedFails": ALLOWED_FAILS,
-                "InternalServerErrorAllowedFails": ALLOWED_FAILS,
-                "ServiceUnavailableErrorAllowedFails": ALLOWED_FAILS,
-                "BadGatewayErrorAllowedFails": ALLOWED_FAILS,
-            },
-            "cooldown_time": COOLDOWN_SECONDS,
-        }
-    )
-    assert "model_info" not in fallback
+    cooldown = {
+        "allowed_fails_policy": {
+            "TimeoutErrorAllowedFails": ALLOWED_FAILS,
+            "RateLimitErrorAllowedFails": ALLOWED_FAILS,
+            "InternalServerErrorAllowedFails": ALLOWED_FAILS,
+            "ServiceUnavailableErrorAllowedFails": ALLOWED_FAILS,
+            "BadGatewayErrorAllowedFails": ALLOWED_FAILS,
+        },
+        "cooldown_time": COOLDOWN_SECONDS,
+    }
+    assert primary["model_info"] == cooldown
+    # the fallback's deployments are also priced by their own entries (see the diagnostic test below)
+    assert fallback_copy["model_info"] == {**cooldown, "id": "primary#2", "base_model": "primary#2"}
+    assert fallback["model_info"] == {"id": "fallback#1", "base_model": "fallback#1"}
 
 
 def test_a_dead_backend_is_not_retried_then_cooled_down_while_its_fallback_answers(
@@ -238,30 +238,88 @@ def test_a_worker_past_its_capacity_refuses_at_once(stub: StubBackend, tmp_path:
         assert chat(proxy, "fallback")[0] == 200
 
 
-# Builds the pinned Router from the model list on stdin, then prints the cost-map entry LiteLLM keeps for the
-# fallback's backend model's rates (None: no entry, or an empty one).
-COST_MAP_PROBE = """
-import json, sys
-import litellm
-model_list = json.load(sys.stdin)
-litellm.Router(model_list=model_list)
-entry = litellm.model_cost.get("hosted_vllm/served-by-fallback") or None
-print(json.dumps(entry and {key: entry.get(key) for key in ("input_cost_per_token", "output_cost_per_token")}))
+# Loaded by the proxy as a callback from its config's folder (LiteLLM 1.104.0 proxy/types_utils/utils.py:38-50),
+# it records each zero-cost diagnostic (litellm_logging.py:2027, as the module's diagnose_zero_cost) and the rate
+# keys of each pricing entry it walks (llm_cost_calc/zero_cost_diagnostic.py:77-83, from :98).
+DIAGNOSTIC_PROBE = """
+import json, os
+from litellm.integrations.custom_logger import CustomLogger
+from litellm.litellm_core_utils import litellm_logging
+from litellm.litellm_core_utils.llm_cost_calc import zero_cost_diagnostic as diagnostic
+
+diagnose, walk = litellm_logging.diagnose_zero_cost, diagnostic._declares_a_rate
+
+def record(line):
+    with open(os.environ["DIAGNOSTIC_LOG"], "a") as log:
+        log.write(json.dumps(line) + "\\n")
+
+def diagnosed(**kwargs):
+    record({"priced_by": kwargs["pricing_model"]})
+    return diagnose(**kwargs)
+
+def walked(entry):
+    record({"walked": sorted(key for key in entry if diagnostic._is_rate_key(key))})
+    return walk(entry)
+
+litellm_logging.diagnose_zero_cost = diagnosed
+diagnostic._declares_a_rate = walked
+probe = CustomLogger()
 """
 
 
-def test_a_self_hosted_fallback_is_priced_by_an_entry_without_rates(stub: StubBackend) -> None:
-    """Why a self-hosted model that is also a fallback costs every call LiteLLM's zero-cost diagnostic
-    (docs/gateway.md, "Proxy overhead"): in two groups (its own and, as a copy, the primary's) the pinned Router
-    leaves a shared ``hosted_vllm/<served model>`` entry in ``litellm.model_cost`` with no rates
-    (router.py:9886-9959), so ``diagnose_zero_cost`` walks the whole entry on each call
-    (llm_cost_calc/zero_cost_diagnostic.py:95-98); in its own group only, the entry is empty and no pricing is
-    found (cost_calculator.py:2104-2110)."""
-    rendered = config(stub)["model_list"]
-    own_group_only = [d for d in rendered if d["model_name"] == "fallback"]
+def test_a_self_hosted_fallback_is_priced_without_walking_a_rate_less_entry(
+    stub: StubBackend, tmp_path: Path
+) -> None:
+    """The real proxy prices each $0 call of a self-hosted model that is also a fallback (``fallback``, and
+    its copy in ``primary``'s group once ``primary`` cools down; ``sagemaker``, ``fallback``'s fallback) by the
+    deployment's own entry, which has no rate key, so LiteLLM's zero-cost diagnostic walks nothing. Priced by
+    the shared ``<provider>/<model>`` entry, which the pinned Router fills with every rate None once the model
+    is in two groups (router.py:9886-9959), the diagnostic would walk its rate keys on every call, about 2 ms
+    (docs/gateway.md, "Proxy overhead")."""
+    sagemaker = SageMakerModel(
+        "sagemaker",
+        "qwen-endpoint",
+        "us-east-1",
+        runtime_url=f"{stub.url}/endpoints/qwen-endpoint/invocations",
+    )
+    rendered = render_config(
+        [*models(stub), sagemaker],
+        router=RouterOptions(
+            allowed_fails=ALLOWED_FAILS,
+            cooldown_seconds=COOLDOWN_SECONDS,
+            fallbacks={"primary": ["fallback"], "fallback": ["sagemaker"]},
+        ),
+        features=ProxyFeatures(database=False, redis=False),
+    )
+    rendered["litellm_settings"]["callbacks"].append("diagnostic_probe.probe")
+    (tmp_path / "diagnostic_probe.py").write_text(DIAGNOSTIC_PROBE)
+    log = tmp_path / "diagnostic.jsonl"
+    env = {"GATEWAY_UPSTREAM_API_KEY": UPSTREAM_KEY, "DIAGNOSTIC_LOG": str(log)}
+    calls = ["fallback"] * 3 + ["sagemaker"] * 3 + ["primary"] * (ALLOWED_FAILS + 3)
+    with run_proxy(render_text(rendered), tmp_path, extra_env=env) as proxy:
+        for model in calls:
+            status, reply = chat(proxy, model)
+            assert status == 200, reply
+        time.sleep(2)  # the success handler, which diagnoses again, runs after the answer
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    priced_by = [r["priced_by"] for r in records if "priced_by" in r]
+    assert len(priced_by) >= len(calls), records  # the diagnostic ran on every call
+    assert set(priced_by) == {"fallback#1", "sagemaker#1", "primary#2"}
+    assert [r["walked"] for r in records if r.get("walked")] == []
 
-    assert run_pinned(COST_MAP_PROBE, own_group_only) is None
-    assert run_pinned(COST_MAP_PROBE, rendered) == {
-        "input_cost_per_token": None,
-        "output_cost_per_token": None,
-    }
+
+# The pinned proxy's test whether a model is free, which waives every budget check of a key, team or user
+# (proxy/auth/auth_checks.py:452-577, used at user_api_key_auth.py:1797-1799 and :2239-2241).
+BUDGET_PROBE = """
+import json, sys
+import litellm
+from litellm.proxy.auth.auth_checks import _is_model_cost_zero
+router = litellm.Router(model_list=json.load(sys.stdin))
+print(json.dumps({group: _is_model_cost_zero(group, router) for group in ("primary", "fallback")}))
+"""
+
+
+def test_budgets_apply_to_a_self_hosted_fallback(stub: StubBackend) -> None:
+    """Priced by its own rate-less entry, a self-hosted model is not free: a key over its budget is refused
+    (explicit zero prices would make it free, auth_checks.py:580-599)."""
+    assert run_pinned(BUDGET_PROBE, config(stub)["model_list"]) == {"primary": False, "fallback": False}

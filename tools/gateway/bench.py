@@ -16,7 +16,7 @@ Added latency = a LiteLLM target minus the stub alone; the last columns are each
 Run after ``bash tools/gateway/setup.sh``:
 
     /work/main/.venv/bin/python tools/gateway/bench.py --requests 500
-    /work/main/.venv/bin/python tools/gateway/bench.py --variant no-fallback-copies --variant free-self-hosted
+    /work/main/.venv/bin/python tools/gateway/bench.py --variant shared-pricing --variant no-fallback-copies
 """
 
 from __future__ import annotations
@@ -102,6 +102,15 @@ def _no_fallback_copies(config: dict[str, Any]) -> None:
     config["model_list"] = [e for e in config["model_list"] if e["litellm_params"].get("order", 1) == 1]
 
 
+def _shared_pricing(config: dict[str, Any]) -> None:
+    for entry in config["model_list"]:
+        info = entry.get("model_info", {})
+        for key in ("id", "base_model"):
+            info.pop(key, None)
+        if not info:
+            entry.pop("model_info", None)
+
+
 def _free_self_hosted(config: dict[str, Any]) -> None:
     for entry in config["model_list"]:
         if not entry["litellm_params"]["model"].startswith("bedrock/"):
@@ -117,8 +126,11 @@ VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "no-router-settings": _without("router_settings"),
     "no-general-settings": _without("general_settings"),
     "one-model": _one_model,
-    # A model without a price that is also another model's fallback: LiteLLM's zero-cost diagnostic then runs on
-    # each of its calls (docs/gateway.md, "Proxy overhead"); explicit zero prices skip it.
+    # A model without a price that is also another model's fallback: priced by the shared cost-map entry LiteLLM
+    # leaves without rates (shared-pricing, the rendering before each deployment got its own), its calls walk
+    # that entry in LiteLLM's zero-cost diagnostic (docs/gateway.md, "Proxy overhead"); without the fallback
+    # copies, or with explicit zero prices (which waive budgets), they do not.
+    "shared-pricing": _shared_pricing,
     "no-fallback-copies": _no_fallback_copies,
     "free-self-hosted": _free_self_hosted,
 }
