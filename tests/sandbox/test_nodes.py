@@ -7,7 +7,6 @@ back from the synthesized stack to show that the stack applies exactly what was 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -19,7 +18,6 @@ from aws_cdk.assertions import Template
 from inference_tiers.k8s import sandbox_nodes as nodes
 from inference_tiers.k8s.sandbox_nodes import SandboxNodesSpec
 from inference_tiers.validation import ArgumentError
-from tests.harness import TierBuild
 from tests.sandbox.helpers import (
     DATA,
     TOKEN,
@@ -32,7 +30,6 @@ from tests.sandbox.helpers import (
     validate_custom_resource,
 )
 
-STACK = "InferenceTiers-AgentSandbox"
 INFRA: dict[str, Any] = {
     "instance_profile": "InferenceTiers-AgentSandbox-KarpenterInstanceProfile-AbC123",
     "subnet_ids": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
@@ -45,17 +42,6 @@ SPECS = {
     "metal": SandboxNodesSpec(node_mode="metal", kata_shim="clh-runtime-rs", max_vcpus=2000),
     "nested-flex": SandboxNodesSpec(instance_families=["c8i-flex", "m8id"], consolidate_after_minutes=2),
 }
-
-
-# The platform tier's stage tenants builds the same sandbox nodes (platform-cluster.md §7 traps 2 and 6).
-@pytest.fixture(
-    scope="module",
-    params=[("agent-sandbox", STACK), ("platform", "InferenceTiers-Platform")],
-    ids=["agent-sandbox", "platform"],
-)
-def template(request: pytest.FixtureRequest, tier_build: Callable[[str], TierBuild]) -> Template:
-    tier, stack = request.param
-    return tier_build(tier).template(stack)
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -31,7 +31,6 @@ from tests.sandbox.helpers import (
     validate_custom_resource,
 )
 
-STACK = "InferenceTiers-AgentSandbox"
 TENANCY = TenancySpec(
     runtime_class_name="kata-qemu-runtime-rs",
     overhead_cpu_millicores=250,
@@ -56,17 +55,6 @@ CORE_KINDS = {"Namespace", "ResourceQuota", "LimitRange", "NetworkPolicy", "Serv
 
 def all_objects(tenant: TenantSpec, tenancy: TenancySpec = TENANCY) -> list[dict[str, Any]]:
     return [tenancy_k8s.namespace(tenant), *tenancy_k8s.tenant_manifests(tenant, tenancy)]
-
-
-# The platform tier's stage tenants builds the same tenants (platform-cluster.md §7 traps 2 and 6).
-@pytest.fixture(
-    scope="module",
-    params=[("agent-sandbox", STACK), ("platform", "InferenceTiers-Platform")],
-    ids=["agent-sandbox", "platform"],
-)
-def template(request: pytest.FixtureRequest, tier_build: Callable[[str], TierBuild]) -> Template:
-    tier, stack = request.param
-    return tier_build(tier).template(stack)
 
 
 @pytest.mark.parametrize("name", TENANTS)
