@@ -224,6 +224,61 @@ def _gateway_panels() -> list[dict[str, Any]]:
     ]
 
 
+# One tenant of the platform tier is one LiteLLM team whose alias is the tenant's namespace
+# (inference_tiers.k8s.tenant_keys.team_body); LiteLLM 1.104.0 labels its token, spend and request series with
+# ``team_alias`` (litellm/types/integrations/prometheus.py:473-488, :579-594, :605-660).
+_TENANT = '{team_alias=~"$tenant"}'
+
+
+def _tenant_panels() -> list[dict[str, Any]]:
+    def per_tenant(series: str) -> str:
+        return f"sum by (team_alias) (rate({series}{_TENANT}[$__rate_interval]))"
+
+    return [
+        timeseries(
+            "Tokens per second by tenant",
+            [
+                prometheus(per_tenant("litellm_input_tokens_metric_total"), "{{team_alias}} input"),
+                prometheus(per_tenant("litellm_output_tokens_metric_total"), "{{team_alias}} output"),
+            ],
+        ),
+        timeseries(
+            "Spend per hour by tenant (USD)",
+            [
+                prometheus(
+                    f"sum by (team_alias) (increase(litellm_spend_metric_total{_TENANT}[1h]))",
+                    "{{team_alias}}",
+                )
+            ],
+            "currencyUSD",
+        ),
+        timeseries(
+            "Tokens per tenant and model, last 24 h",
+            [
+                prometheus(
+                    "sum by (team_alias, requested_model) "
+                    f"(increase(litellm_total_tokens_metric_total{_TENANT}[24h]))",
+                    "{{team_alias}} {{requested_model}}",
+                )
+            ],
+        ),
+        timeseries(
+            "Requests per second by tenant and status",
+            [
+                prometheus(
+                    "sum by (team_alias, status_code) "
+                    f"(rate(litellm_proxy_total_requests_metric_total{_TENANT}[$__rate_interval]))",
+                    "{{team_alias}} {{status_code}}",
+                )
+            ],
+            "reqps",
+        ),
+        timeseries(
+            "Budget left by tenant", [prometheus(rules.TEAM_BUDGET_LEFT, "{{team_alias}}")], "percentunit"
+        ),
+    ]
+
+
 def _bedrock_panels() -> list[dict[str, Any]]:
     model = {"ModelId": "$model_id"}
     return [
@@ -365,6 +420,18 @@ def all_dashboards() -> dict[str, dict[str, Any]]:
             _gateway_panels(),
             variables=[_PROM],
             tags=["gateway"],
+        ),
+        dashboard(
+            "inference-tiers-tenants",
+            "Inference tiers: platform tenants",
+            _tenant_panels(),
+            variables=[
+                _PROM,
+                _query_variable(
+                    "tenant", "label_values(litellm_proxy_total_requests_metric_total, team_alias)"
+                ),
+            ],
+            tags=["platform"],
         ),
     ]
     return {f"{board['uid']}.json": board for board in boards}

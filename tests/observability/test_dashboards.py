@@ -24,7 +24,7 @@ CLOUDWATCH = {
     if line[:1] != "#"
 }
 # Grafana's macros and this project's variables, replaced by values PromQL accepts before parsing.
-_MACROS = {"$__rate_interval": "5m", "$model_name": ".*"}
+_MACROS = {"$__rate_interval": "5m", "$model_name": ".*", "$tenant": ".*"}
 
 
 def _targets(board: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ def _promql(target: dict[str, Any]) -> str:
 def test_one_dashboard_per_tier_with_metrics_plus_an_overview() -> None:
     assert sorted(BOARDS) == [
         f"inference-tiers-{name}.json"
-        for name in ("bedrock", "disaggregated", "gateway", "hyperpod", "overview", "sagemaker")
+        for name in ("bedrock", "disaggregated", "gateway", "hyperpod", "overview", "sagemaker", "tenants")
     ]
 
 

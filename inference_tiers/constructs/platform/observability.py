@@ -4,18 +4,26 @@ Prometheus, collected by the agentless AMP managed scraper (platform-cluster.md 
 It reuses :class:`~inference_tiers.constructs.observability.ObservabilityHub` (workspace, rules, alert topic) and
 its :meth:`~inference_tiers.constructs.observability.ObservabilityHub.add_eks_scraper` (the scraper, its RBAC
 and the shared jobs: annotated pods such as vLLM, DCGM and node exporters, KEDA, kube-state-metrics), and adds
-the gateway's metrics Service (:func:`~inference_tiers.observability.platform_scrape.gateway_metrics_job`).
+the gateway's metrics Service (:func:`~inference_tiers.observability.platform_scrape.gateway_metrics_job`). Grafana
+runs on the core nodes from the community chart (:mod:`inference_tiers.k8s.grafana_chart`), reading the workspace
+with an IRSA role that may only query it, with the project's dashboards and the per-tenant board provisioned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.constructs.observability import ObservabilityHub
-from inference_tiers.k8s.platform_names import GatewayEndpoint
+from inference_tiers.k8s import grafana_chart
+from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GatewayEndpoint
+from inference_tiers.observability.dashboards import all_dashboards
 from inference_tiers.observability.platform_scrape import gateway_metrics_job
 from inference_tiers.validation import Args
 
@@ -30,9 +38,13 @@ class PlatformObservability(Construct):
     :param gateway: where the LiteLLM gateway serves its unauthenticated metrics.
     :param retention_days: how long AMP keeps samples. Default 150.
     :param alarm_email: subscribe this address to the alert topic. Default: none.
+    :param grafana: run Grafana on the cluster (needs a kubectl provider and the cluster's OIDC provider for
+        IRSA; the plugin is downloaded from grafana.com at start, through the VPC's NAT). Default: True.
+    :param node_selector: where Grafana runs. Default: the core nodes.
 
-    Attributes: ``hub`` (the :class:`~inference_tiers.constructs.observability.ObservabilityHub`) and
-    ``scraper`` (its ``aps.CfnScraper`` for ``cluster``).
+    Attributes: ``hub`` (the :class:`~inference_tiers.constructs.observability.ObservabilityHub`),
+    ``scraper`` (its ``aps.CfnScraper`` for ``cluster``), ``grafana_identity`` (the IRSA ``ServiceAccount``) and
+    ``grafana`` (the ``HelmChart``); both None without Grafana.
     """
 
     def __init__(
@@ -44,10 +56,16 @@ class PlatformObservability(Construct):
         gateway: GatewayEndpoint,
         retention_days: int = 150,
         alarm_email: str | None = None,
+        grafana: bool = True,
+        node_selector: Mapping[str, str] = CORE_NODE_LABELS,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("PlatformObservability")
         args.implements("cluster", cluster, eks.ICluster)
+        args.boolean("grafana", grafana)
+        if grafana:
+            kubectl_cluster(args, "cluster", cluster)
+            args.mapping("node_selector", node_selector, lambda name, value: args.text(name, value))
         args.instance(
             "gateway", gateway, GatewayEndpoint, "an inference_tiers.k8s.platform_names.GatewayEndpoint"
         )
@@ -66,3 +84,53 @@ class PlatformObservability(Construct):
             extra_jobs=[gateway_metrics_job(gateway)],
         )
         """The AMP managed scraper of ``cluster`` (``aps.CfnScraper``)."""
+        self.grafana_identity: eks.ServiceAccount | None = None
+        """Grafana's ServiceAccount with its IRSA role (query access to the workspace only); None without Grafana."""
+        self.grafana: eks.HelmChart | None = None
+        """The Grafana ``HelmChart``; None without Grafana."""
+        if grafana:
+            self._add_grafana(cluster, node_selector)
+
+    def _add_grafana(self, cluster: eks.ICluster, node_selector: Mapping[str, str]) -> None:
+        namespace = eks.KubernetesManifest(
+            self,
+            "GrafanaNamespace",
+            cluster=cluster,
+            manifest=[
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": grafana_chart.NAMESPACE}}
+            ],
+        )
+        # IRSA, not Pod Identity: the AMP plugin's SDK does not pick up Pod Identity credentials (grafana#105822).
+        identity = eks.ServiceAccount(
+            self,
+            "GrafanaIdentity",
+            cluster=cluster,
+            name=grafana_chart.SERVICE_ACCOUNT,
+            namespace=grafana_chart.NAMESPACE,
+            identity_type=eks.IdentityType.IRSA,
+        )
+        identity.node.add_dependency(namespace)
+        self.hub.grant_query(identity)
+        self.grafana_identity = identity
+        boards = all_dashboards()
+        self.grafana = eks.HelmChart(
+            self,
+            "Grafana",
+            cluster=cluster,
+            chart=grafana_chart.CHART,
+            repository=grafana_chart.CHART_REPOSITORY,
+            version=grafana_chart.CHART_VERSION,
+            release=grafana_chart.RELEASE,
+            namespace=grafana_chart.NAMESPACE,
+            create_namespace=False,
+            values=grafana_chart.chart_values(
+                workspace_endpoint=self.hub.prometheus_endpoint,
+                region=Stack.of(self).region,
+                node_selector=node_selector,
+                dashboards={name: boards[name] for name in grafana_chart.PLATFORM_DASHBOARDS},
+            ),
+            wait=True,
+            # inside the kubectl handler's 15 minutes (platform-cluster.md trap 1)
+            timeout=Duration.minutes(10),
+        )
+        self.grafana.node.add_dependency(identity)
