@@ -171,14 +171,6 @@ class SandboxSettings:
         "tenant name -> {max_sandboxes, cpu_millicores, memory_mib, scratch_mib, warm_pool, egress: [CIDR:port], "
         "image}; each gets namespace sandbox-<name>",
     )
-    model_gateway_url: str | None = setting(
-        optional(text(description="an http(s) URL", max_length=512)),
-        "the model gateway sandboxes may call (MODEL_GATEWAY_URL); null: none",
-    )
-    model_gateway_cidrs: tuple[str, ...] = setting(
-        items(ipv4_cidr(), max_items=16),
-        "the addresses the model gateway resolves to (NetworkPolicies match addresses, not names)",
-    )
     sandbox_image: str = setting(pinned_image(), "default sandbox container image (pinned tag or digest)")
     sandbox_command: tuple[str, ...] = setting(
         items(text(max_length=1024), max_items=32), "sandbox container command; empty: the image's entrypoint"
@@ -219,12 +211,15 @@ class SandboxSettings:
             runtime_class_name=f"kata-{self.kata_shim}",
             overhead_cpu_millicores=cpu,
             overhead_memory_mib=memory,
-            model_gateway_url=self.model_gateway_url,
-            model_gateway_cidrs=self.model_gateway_cidrs,
             image=self.sandbox_image,
             command=self.sandbox_command,
             owner=self.stack_name,
+            **self.model_gateway(),
         )
+
+    def model_gateway(self) -> dict[str, Any]:
+        """The ``TenancySpec`` arguments that say which model gateway the sandboxes call (none here)."""
+        return {}
 
     def nodes_spec(self) -> SandboxNodesSpec:
         return SandboxNodesSpec(**self.node_arguments(), owner=self.stack_name)
@@ -284,6 +279,17 @@ class AgentSandboxSettings(SandboxSettings):
     )
     admin_principal_arn: str | None = admin_principal_arn_setting()
     public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
+    model_gateway_url: str | None = setting(
+        optional(text(description="an http(s) URL", max_length=512)),
+        "the model gateway sandboxes may call (MODEL_GATEWAY_URL); null: none",
+    )
+    model_gateway_cidrs: tuple[str, ...] = setting(
+        items(ipv4_cidr(), max_items=16),
+        "the addresses the model gateway resolves to (NetworkPolicies match addresses, not names)",
+    )
+
+    def model_gateway(self) -> dict[str, Any]:
+        return {"model_gateway_url": self.model_gateway_url, "model_gateway_cidrs": self.model_gateway_cidrs}
 
     def account_requirements(self) -> AccountRequirements:
         return AccountRequirements(

@@ -5,16 +5,20 @@ lower one, never changes it (tests/platform/test_stack.py):
 
 - ``gateway``: the EKS preamble (``EksTierBase``: VPC, private cluster, pinned add-ons) with its core managed node
   group (on-demand, two or more nodes over two AZs, labelled ``node-role=core``, no taint), where every controller,
-  the LiteLLM gateway and Grafana run. The gateway and observability constructs are composed here next.
+  the LiteLLM gateway and Grafana run; ``PlatformGateway`` (the ``gateway`` tier's models and guardrail, from
+  :class:`~inference_tiers.stacks.gateway_models.GatewayModelSettings`), kube-state-metrics and
+  ``PlatformObservability`` (AMP, its managed scraper, Grafana).
 - ``tenants``: Karpenter, the Kata sandbox nodes, the agent-sandbox controller and the tenants, exactly as the
-  ``agent-sandbox`` tier builds them (``Sandboxes``); the tenants' model keys are composed after them.
+  ``agent-sandbox`` tier builds them (``Sandboxes``), and ``TenantModelKeys``: a LiteLLM team and key per tenant
+  (``platform.tenant_models``), which the tenant's sandboxes get as ``OPENAI_API_KEY``.
 - ``pool``: the elastic GPU pool; not built yet, so refused at synth.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from aws_cdk import Stack
 from constructs import Construct
@@ -22,12 +26,16 @@ from constructs import Construct
 from inference_tiers.config import (
     AccountRequirements,
     ConfigError,
+    ImageNeed,
     InstanceNeed,
     TierSpec,
     addon_pins,
+    boolean,
     choice,
     integer,
     ipv4_cidr,
+    mapping,
+    optional,
     setting,
     text,
 )
@@ -35,11 +43,25 @@ from inference_tiers.constructs.eks.cluster import (
     DEFAULT_ADDON_VERSIONS,
     KUBERNETES_VERSION,
     admin_principal_arn_setting,
+    as_cluster_ref,
     public_endpoint_cidrs_setting,
 )
+from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters
 from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
+from inference_tiers.constructs.platform.gateway import CERTIFICATE_ARN, PlatformGateway
+from inference_tiers.constructs.platform.observability import PlatformObservability
+from inference_tiers.constructs.platform.tenant_keys import TenantModelKeys
+from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
+from inference_tiers.k8s.sandbox_tenancy import TENANT_NAME_PATTERN
+from inference_tiers.k8s.tenant_keys import TenantModelAccess, parse_model_access
+from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.stacks.agent_sandbox import CORE_INSTANCE_TYPE, Sandboxes, SandboxSettings
+from inference_tiers.stacks.gateway_models import (
+    GatewayModelSettings,
+    acknowledge_invocation_logging,
+    gateway_models,
+)
 from inference_tiers.tier import Tier
 
 TIER_NAME = "platform"
@@ -53,9 +75,10 @@ BUILT_STAGES: tuple[Stage, ...] = ("gateway", "tenants")
 
 
 @dataclass(frozen=True)
-class PlatformSettings(SandboxSettings):
+class PlatformSettings(SandboxSettings, GatewayModelSettings):
     """Settings of the ``platform`` tier (context keys ``platform.<field>``; defaults in defaults.json). The
-    sandbox keys are the ``agent-sandbox`` tier's and apply from stage ``tenants`` on."""
+    model keys are the ``gateway`` tier's; the sandbox keys are the ``agent-sandbox`` tier's and apply from stage
+    ``tenants`` on."""
 
     tier_name: ClassVar[str] = TIER_NAME
     stack_name: ClassVar[str] = STACK_NAME
@@ -76,9 +99,54 @@ class PlatformSettings(SandboxSettings):
     )
     admin_principal_arn: str | None = admin_principal_arn_setting()
     public_endpoint_cidrs: tuple[str, ...] = public_endpoint_cidrs_setting()
+    certificate_arn: str | None = setting(
+        optional(text(CERTIFICATE_ARN, description="an ACM certificate ARN")),
+        "ACM certificate of an internal HTTPS ALB in front of the gateway (empty: in-cluster clients only)",
+    )
+    gateway_replicas: int = setting(integer(2, 100), "the fewest LiteLLM pods (the autoscaler's floor)")
+    gateway_max_replicas: int = setting(integer(2, 100), "the most LiteLLM pods")
+    litellm_chart_dir: str | None = setting(
+        optional(text(max_length=1024)),
+        "the LiteLLM chart fetched by assets/platform/fetch-litellm-chart.sh; null: a placeholder that stops "
+        "the deploy with instructions",
+    )
+    grafana: bool = setting(
+        boolean(), "run Grafana on the core nodes (AMP data source, the project's dashboards)"
+    )
+    alarm_email: str | None = setting(
+        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        "subscribe this address to the AMP alert topic",
+    )
+    tenant_models: dict[str, TenantModelAccess] = setting(
+        mapping(parse_model_access, key_pattern=TENANT_NAME_PATTERN, max_items=50),
+        "tenant name -> {models, max_budget_usd, budget_duration, rpm_limit, tpm_limit, max_parallel_requests, "
+        "key_rotation}: the tenant's LiteLLM team and key (every tenant needs one)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        GatewayModelSettings.__post_init__(self)
+        if self.gateway_max_replicas < self.gateway_replicas:
+            raise ConfigError(
+                f"{TIER_NAME}.gateway_max_replicas",
+                self.gateway_max_replicas,
+                f"at least {TIER_NAME}.gateway_replicas ({self.gateway_replicas})",
+            )
+        if set(self.tenant_models) != set(self.tenants):
+            raise ConfigError(
+                f"{TIER_NAME}.tenant_models",
+                sorted(self.tenant_models),
+                f"one entry per tenant of {TIER_NAME}.tenants, each tenant once: {sorted(self.tenants)}",
+            )
+        served = self.served_models()
+        for name, access in self.tenant_models.items():
+            unknown = sorted(set(access.models) - served)
+            if unknown:
+                raise ConfigError(
+                    f"{TIER_NAME}.tenant_models.{name}.models",
+                    list(access.models),
+                    f"model names the gateway serves, among {sorted(served)} (not {unknown})",
+                )
         if self.stage not in BUILT_STAGES:
             raise ConfigError(
                 f"{TIER_NAME}.stage",
@@ -86,19 +154,34 @@ class PlatformSettings(SandboxSettings):
                 " or ".join(BUILT_STAGES) + " (the elastic GPU pool of stage pool is not available yet)",
             )
 
+    def served_models(self) -> set[str]:
+        """The model names the platform's gateway serves (SageMaker only with an endpoint)."""
+        return {
+            self.bedrock_model_name,
+            *([self.sagemaker_model_name] if self.sagemaker_endpoint_name else []),
+            *self.openai_models,
+        }
+
+    def model_gateway(self) -> dict[str, Any]:
+        # The sandboxes call the cluster's own gateway with their tenant's key.
+        return {"platform_gateway": litellm_chart.gateway_endpoint()}
+
     def reaches(self, stage: Stage) -> bool:
         """Whether the configured stage includes ``stage``."""
         return STAGES.index(self.stage) >= STAGES.index(stage)
 
     def account_requirements(self) -> AccountRequirements:
+        litellm = ImageNeed(LITELLM_IMAGE, "inference_tiers.litellm.config:LITELLM_IMAGE")
         return AccountRequirements(
             instances=(InstanceNeed("ec2", self.core_instance_type, self.core_nodes),),
+            bedrock_model_id=self.bedrock_model_id,
+            bedrock_inference_profile_id=self.profile().profile_id,
             kubernetes_version=KUBERNETES_VERSION,
             eks_addons=addon_pins(
                 DEFAULT_ADDON_VERSIONS.by_name(),
                 "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
             ),
-            images=self.sandbox_images() if self.reaches("tenants") else (),
+            images=(self.sandbox_images(litellm) if self.reaches("tenants") else (litellm,)),
         )
 
 
@@ -128,8 +211,58 @@ class PlatformStack(Stack):
         # From the first stage on, so that climbing does not reconfigure the add-on: the gateway's and the
         # tenants' NetworkPolicies need the agent.
         self.eks.enable_network_policy()
-        # Stage tenants: the sandboxes; the tenants' model keys are composed after them.
-        self.sandboxes = Sandboxes(self, self.base, settings) if settings.reaches("tenants") else None
+        core = self.eks.system_nodegroup
+        cluster = self.eks.cluster
+        # kube-state-metrics on the core nodes, for the AMP scraper (docs/observability.md).
+        self.exporters = ClusterExporters(self, "Exporters", cluster=cluster)
+        self.exporters.kube_state_metrics.node.add_dependency(core)
+        self.gateway = PlatformGateway(
+            self,
+            "Gateway",
+            cluster=cluster,
+            vpc=self.base.vpc,
+            models=gateway_models(self, settings),
+            router=settings.router_options(),
+            certificate_arn=settings.certificate_arn,
+            replicas=settings.gateway_replicas,
+            max_replicas=settings.gateway_max_replicas,
+            chart_directory=Path(settings.litellm_chart_dir) if settings.litellm_chart_dir else None,
+        )
+        acknowledge_invocation_logging(self.gateway.identity.role)
+        # Every chart waits for its pods, which only the core nodes run.
+        for chart in (self.gateway.chart, self.gateway.secrets_store):
+            if chart is not None:
+                chart.node.add_dependency(core)
+        self.observability = PlatformObservability(
+            self,
+            "Observability",
+            cluster=as_cluster_ref(cluster),
+            gateway=self.gateway.endpoint,
+            alarm_email=settings.alarm_email,
+            grafana=settings.grafana,
+        )
+        if self.observability.grafana is not None:
+            self.observability.grafana.node.add_dependency(core)
+        # Stage tenants: the sandboxes, and a LiteLLM team and key per tenant.
+        self.sandboxes: Sandboxes | None = None
+        self.tenant_keys: TenantModelKeys | None = None
+        if settings.reaches("tenants"):
+            self.sandboxes = Sandboxes(self, self.base, settings)
+            tenants = self.sandboxes.tenants
+            self.tenant_keys = TenantModelKeys(
+                self,
+                "TenantKeys",
+                cluster=cluster,
+                gateway=self.gateway.endpoint,
+                tenants=[(tenants[name].spec, access) for name, access in settings.tenant_models.items()],
+            )
+            # The Job calls the proxy, and writes each key into its tenant's namespace.
+            self.tenant_keys.provisioner.node.add_dependency(self.gateway.chart)
+            for name in settings.tenant_models:
+                keys = self.tenant_keys.tenant_manifests[tenants[name].namespace]
+                keys.node.add_dependency(tenants[name].namespace_manifest)
+                # The sandboxes' template reads the key Secret: it exists (empty until the Job fills it) first.
+                tenants[name].manifest.node.add_dependency(keys)
         self.base.add_outputs()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ import yaml
 
 from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
+from inference_tiers.k8s import grafana_chart, litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.stacks.platform import BUILT_STAGES, STACK_NAME, STAGES
 from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
@@ -172,11 +174,35 @@ def test_karpenter_runs_on_core_nodes_only_and_fits_them(tier_build: Callable[[s
         ("platform.core_nodes", "1", "an integer from 2 to 10"),
         ("platform.core_instance_type", "g6.xlarge", "an x86 m/c/r instance type"),
         ("platform.vpc_cidr", "10.0.0.0/20", "an IPv4 CIDR block from /16 to /16"),
+        ("platform.gateway_replicas", "1", "an integer from 2 to 100"),
+        ("platform.tenant_models", '{"team-a": {"models": ["nova-lite"]}}', "one entry per tenant"),
+        (
+            "platform.tenant_models.team-b.models",
+            '{"team-a": {"models": ["nova-lite"]}, "team-b": {"models": ["qwen3-8b"]}}',
+            r"model names the gateway serves.*not \['qwen3-8b'\]",
+        ),
+        (
+            "platform.tenant_models.team-a.rpm_limit",
+            '{"team-a": {"models": ["nova-lite"], "rpm_limit": 0}, "team-b": {"models": ["nova-lite"]}}',
+            "",
+        ),
+        ("platform.guardrail_arn", "arn:aws:bedrock:us-east-1:1:guardrail/abc", "a guardrail ARN"),
+        ("platform.fallbacks.nova-lite", '{"nova-lite": ["llama"]}', "model names among"),
+        ("platform.certificate_arn", "not-an-arn", "an ACM certificate ARN"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: Any, accepted: str) -> None:
-    with pytest.raises(ConfigError, match=rf"context key '{key}': got .*expected .*{accepted}"):
-        make_app(tier="platform", **{key: value})
+    # A nested key's value is given at its top-level setting (platform.tenant_models, platform.fallbacks).
+    top = ".".join(key.split(".")[:2])
+    with pytest.raises(ConfigError, match=rf"context key '{re.escape(key)}': got .*expected .*{accepted}"):
+        make_app(tier="platform", **{top: value})
+
+
+def test_the_gateway_s_ceiling_is_at_least_its_floor() -> None:
+    with pytest.raises(
+        ConfigError, match=r"'platform.gateway_max_replicas': got 3.*at least platform.gateway_replicas \(4\)"
+    ):
+        make_app(tier="platform", **{"platform.gateway_replicas": "4", "platform.gateway_max_replicas": "3"})
 
 
 def test_stages_climb_in_the_documented_order() -> None:
@@ -191,3 +217,46 @@ def test_preflight_needs_the_core_nodes_and_from_stage_tenants_the_sandbox_image
     needs = tier_requirements("platform", f"platform.stage={stage}", "platform.core_nodes=3")
     assert needs.instances == (InstanceNeed("ec2", "m7i.xlarge", 3),)
     assert any(need.set_by == "platform.sandbox_image" for need in needs.images) == sandbox_images
+
+
+def _resource_ids(template: dict[str, Any], path_part: str) -> list[str]:
+    return [k for k, r in template["Resources"].items() if path_part in k]
+
+
+@pytest.mark.parametrize("stage", BUILT_STAGES)
+def test_every_stage_has_the_gateway_its_observability_and_kube_state_metrics(
+    stage: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    template = templates[stage]
+    charts = {
+        r["Properties"]["Release"]: r
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    }
+    assert {litellm_chart.RELEASE, grafana_chart.RELEASE, litellm_chart.SECRETS_STORE_RELEASE} <= set(charts)
+    assert [r for r in template["Resources"].values() if r["Type"] == "AWS::APS::Scraper"]
+    core = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::EKS::Nodegroup")
+    # Each chart waits for pods only the core nodes run.
+    for release in (litellm_chart.RELEASE, grafana_chart.RELEASE, litellm_chart.SECRETS_STORE_RELEASE):
+        assert core in charts[release]["DependsOn"], release
+    assert _resource_ids(template, "ExportersKubeStateMetrics")
+
+
+def test_stage_tenants_gives_each_tenant_a_key_after_the_gateway_and_its_namespace(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    resources = templates["tenants"]["Resources"]
+    (provisioner,) = _resource_ids(templates["tenants"], "TenantKeysProvisioner")
+    (gateway_chart,) = (
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == litellm_chart.RELEASE
+    )
+    assert gateway_chart in resources[provisioner]["DependsOn"]
+    for tenant in ("teama", "teamb"):
+        (keys,) = _resource_ids(templates["tenants"], f"TenantKeysTenant{tenant}")
+        (namespace,) = _resource_ids(templates["tenants"], f"Tenant{tenant}Namespace")
+        (objects,) = _resource_ids(templates["tenants"], f"Tenant{tenant}Objects")
+        assert namespace in resources[keys]["DependsOn"]
+        assert keys in resources[objects]["DependsOn"]
+    assert not _resource_ids(templates["gateway"], "TenantKeys")

@@ -18,9 +18,10 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from inference_tiers.constructs.sandbox.controller import MISSING_CHART_PLACEHOLDER, _check_chart_directory
+from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s import sandbox_tenancy as tenancy_k8s
 from inference_tiers.k8s.sandbox_nodes import SandboxNodesSpec, kata_overhead, runtime_class
-from inference_tiers.k8s.sandbox_tenancy import TenancySpec, TenantSpec
+from inference_tiers.k8s.sandbox_tenancy import TENANT_LABEL, TenancySpec, TenantSpec
 from inference_tiers.validation import Args, ArgumentError
 from tests.harness import TierBuild
 from tests.sandbox.helpers import (
@@ -361,17 +362,26 @@ def test_controller_chart_directory_must_hold_the_fetched_chart(tmp_path: Path) 
 # --- what the stack applies ----------------------------------------------------------------------------------
 
 
-def test_stack_creates_every_configured_tenant(template: Template) -> None:
+def test_stack_creates_every_configured_tenant(template: Template, request: pytest.FixtureRequest) -> None:
     applied = manifests(template)
-    namespaces = {m["metadata"]["name"] for m in by_kind(applied, "Namespace")}
+    namespaces = {
+        m["metadata"]["name"]
+        for m in by_kind(applied, "Namespace")
+        if TENANT_LABEL in m["metadata"].get("labels", {})
+    }
     assert namespaces == {"sandbox-team-a", "sandbox-team-b"}
     expected = TenantSpec(name="team-a", max_sandboxes=20, warm_pool=2)
     assert by_kind(applied, "SandboxWarmPool")[0]["spec"]["replicas"] == 2
     (template_object,) = [
         m for m in by_kind(applied, "SandboxTemplate") if m["metadata"]["namespace"] == "sandbox-team-a"
     ]
+    # On the platform the sandboxes call the cluster's own gateway with their tenant's key.
+    platform = request.node.callspec.id == "platform"
     defaults = TenancySpec(
-        runtime_class_name="kata-qemu-runtime-rs", overhead_cpu_millicores=250, overhead_memory_mib=320
+        runtime_class_name="kata-qemu-runtime-rs",
+        overhead_cpu_millicores=250,
+        overhead_memory_mib=320,
+        platform_gateway=litellm_chart.gateway_endpoint() if platform else None,
     )
     assert template_object == tenancy_k8s.sandbox_template(expected, defaults)
     for manifest in applied:
