@@ -31,8 +31,7 @@ MODULES = (
     MODULE,
     "inference_tiers.constructs.hyperpod.dependencies",
     "inference_tiers.nag.pack",
-    # The platform tier's constructs are not re-exported from the package yet (issue 30 is open).
-    "inference_tiers.constructs.platform.observability",
+    # The names the platform's constructs agree on (CORE_NODE_LABELS, GATEWAY_NAMESPACE, ...).
     "inference_tiers.k8s.platform_names",
 )
 # The package re-exports its names on first use (PEP 562) and pdoc reads the module's namespace: resolve them all.

@@ -175,6 +175,15 @@ if TYPE_CHECKING:
     from inference_tiers.constructs.observability import (
         ObservabilityHub as ObservabilityHub,
     )
+    from inference_tiers.constructs.platform.gateway import (
+        PlatformGateway as PlatformGateway,
+    )
+    from inference_tiers.constructs.platform.observability import (
+        PlatformObservability as PlatformObservability,
+    )
+    from inference_tiers.constructs.platform.tenant_keys import (
+        TenantModelKeys as TenantModelKeys,
+    )
     from inference_tiers.constructs.sagemaker import (
         AlarmThresholds as AlarmThresholds,
     )
@@ -247,11 +256,17 @@ if TYPE_CHECKING:
     from inference_tiers.k8s.inference_gateway_scaling import (
         ScaledTarget as ScaledTarget,
     )
+    from inference_tiers.k8s.platform_names import (
+        GatewayEndpoint as GatewayEndpoint,
+    )
     from inference_tiers.k8s.sandbox_nodes import (
         kata_overhead as kata_overhead,
     )
     from inference_tiers.k8s.sandbox_tenancy import (
         TenancySpec as TenancySpec,
+    )
+    from inference_tiers.k8s.tenant_keys import (
+        TenantModelAccess as TenantModelAccess,
     )
     from inference_tiers.litellm.config import (
         RouterOptions as RouterOptions,
@@ -316,6 +331,9 @@ _SUBPACKAGE: dict[str, str] = {
     "HyperPodObservability": "inference_tiers.constructs.hyperpod",
     "HyperPodTaint": "inference_tiers.constructs.hyperpod",
     "ObservabilityHub": "inference_tiers.constructs.observability",
+    "PlatformGateway": "inference_tiers.constructs.platform.gateway",
+    "PlatformObservability": "inference_tiers.constructs.platform.observability",
+    "TenantModelKeys": "inference_tiers.constructs.platform.tenant_keys",
     "AlarmThresholds": "inference_tiers.constructs.sagemaker",
     "EndpointMetrics": "inference_tiers.constructs.sagemaker",
     "ModelWeights": "inference_tiers.constructs.sagemaker",
@@ -341,7 +359,9 @@ _SUBPACKAGE: dict[str, str] = {
     "PoolScaling": "inference_tiers.k8s.inference_gateway",
     "PrometheusMetrics": "inference_tiers.k8s.inference_gateway_scaling",
     "ScaledTarget": "inference_tiers.k8s.inference_gateway_scaling",
+    "GatewayEndpoint": "inference_tiers.k8s.platform_names",
     "kata_overhead": "inference_tiers.k8s.sandbox_nodes",
+    "TenantModelAccess": "inference_tiers.k8s.tenant_keys",
     "TenancySpec": "inference_tiers.k8s.sandbox_tenancy",
     "RouterOptions": "inference_tiers.litellm.config",
     "AlertThresholds": "inference_tiers.observability.rules",

@@ -32,7 +32,7 @@ from inference_tiers.config import (
 )
 from inference_tiers.constructs.common.console import dashboard_url
 from inference_tiers.constructs.common.encryption import retained_key
-from inference_tiers.constructs.common.nag import acknowledge
+from inference_tiers.constructs.common.nag import acknowledge, acknowledge_invocation_logging
 from inference_tiers.constructs.common.network import create_private_vpc
 from inference_tiers.constructs.gateway import (
     GatewayMonitoring,
@@ -42,12 +42,7 @@ from inference_tiers.constructs.gateway.proxy import FARGATE_MEMORY_MIB, fargate
 from inference_tiers.litellm.config import (
     LITELLM_IMAGE,
 )
-from inference_tiers.stacks.gateway_models import (
-    GatewayModelSettings,
-    acknowledge_invocation_logging,
-    gateway_models,
-    stack_parameter,
-)
+from inference_tiers.stacks.gateway_models import GatewayModelSettings, gateway_models, stack_parameter
 from inference_tiers.tier import Tier
 
 STACK_NAME = "InferenceTiers-Gateway"

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aws_cdk import CfnParameter, Stack
-from constructs import IConstruct
 
 from inference_tiers.config import (
     ConfigError,
@@ -41,7 +40,6 @@ from inference_tiers.constructs.bedrock.model_access import (
     ModelSource,
     has_geography_prefix,
 )
-from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.constructs.gateway import (
     BedrockTarget,
     IVersionedGuardrail,
@@ -202,16 +200,6 @@ class GatewayModelSettings:
     def profile(self) -> CrossRegionProfile:
         """The Bedrock model's cross-Region inference profile."""
         return CrossRegionProfile(self.bedrock_model_id, Geography(self.bedrock_inference_profile))
-
-
-def acknowledge_invocation_logging(role: IConstruct) -> None:
-    """The gateway's Bedrock caller leaves model-invocation logging to the bedrock tier (InferenceTiers-BR5)."""
-    acknowledge(
-        role,
-        "InferenceTiers-BR5",
-        "model-invocation logging is one setting per account and Region, owned by the bedrock tier "
-        "(bedrock.invocation_logging=true); a second configuration from this stack would overwrite it",
-    )
 
 
 def stack_parameter(stack: Stack, name: str, pattern: str, description: str) -> str:

@@ -57,11 +57,7 @@ from inference_tiers.k8s.sandbox_tenancy import TENANT_NAME_PATTERN
 from inference_tiers.k8s.tenant_keys import TenantModelAccess, parse_model_access
 from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.stacks.agent_sandbox import CORE_INSTANCE_TYPE, Sandboxes, SandboxSettings
-from inference_tiers.stacks.gateway_models import (
-    GatewayModelSettings,
-    acknowledge_invocation_logging,
-    gateway_models,
-)
+from inference_tiers.stacks.gateway_models import GatewayModelSettings, gateway_models
 from inference_tiers.tier import Tier
 
 TIER_NAME = "platform"
@@ -228,7 +224,6 @@ class PlatformStack(Stack):
             max_replicas=settings.gateway_max_replicas,
             chart_directory=Path(settings.litellm_chart_dir) if settings.litellm_chart_dir else None,
         )
-        acknowledge_invocation_logging(self.gateway.identity.role)
         # Every chart waits for its pods, which only the core nodes run.
         for chart in (self.gateway.chart, self.gateway.secrets_store):
             if chart is not None:

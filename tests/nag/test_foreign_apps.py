@@ -29,7 +29,7 @@ from inference_tiers.k8s.inference_gateway_scaling import PrometheusMetrics, Sca
 from inference_tiers.observability.rules import AlertThresholds
 from tests.bedrock.test_foreign_app import user_stacks as bedrock_stacks
 from tests.disaggregated.test_foreign_app import user_stacks as disaggregated_stacks
-from tests.harness import FLAG_SETS, foreign_app_findings
+from tests.harness import FLAG_SETS, PROJECT_ROOT, foreign_app_findings
 from tests.observability.test_hub import CLUSTER, GROUPS, SUBNETS
 
 # docs/observability.md's scraper of a cluster the app does not manage.
@@ -116,6 +116,21 @@ def _inference_gateway(app: cdk.App) -> Sequence[IConstruct]:
     return [eks, gateway]
 
 
+def _platform(app: cdk.App) -> Sequence[IConstruct]:
+    """docs/platform.md "Compose the platform in your own app", run as written in the user's ``app``: every
+    resource of its stack is the library's."""
+    text = (PROJECT_ROOT / "docs" / "platform.md").read_text()
+    section = text.split("## Compose the platform in your own app", 1)[1]
+    source = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "app = cdk.App()" in source and "app.synth()" in source
+    namespace: dict[str, object] = {"__name__": "__doc_example__"}
+    exec(
+        source.replace("app = cdk.App()", "app = _user_app").replace("app.synth()", ""),
+        {**namespace, "_user_app": app},
+    )
+    return [app.node.find_child("MyPlatform")]
+
+
 COMPOSITIONS: dict[str, Callable[[cdk.App], Sequence[IConstruct]]] = {
     "sagemaker": _sagemaker,
     "observability": _observability,
@@ -124,6 +139,7 @@ COMPOSITIONS: dict[str, Callable[[cdk.App], Sequence[IConstruct]]] = {
     "bedrock": lambda app: list(bedrock_stacks(app).values()),
     # The user's network stack (its flow log's retention, InferenceTiers-LOG1) is the user's own to judge.
     "disaggregated": lambda app: [s for n, s in disaggregated_stacks(app).items() if n != "UserNetwork"],
+    "platform": _platform,
 }
 
 

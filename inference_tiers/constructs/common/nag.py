@@ -90,3 +90,16 @@ def _flatten(node: Any) -> str:
         if "Ref" in node:
             return f"<{_flatten(node['Ref'])}>"
     return json.dumps(node, separators=(",", ":"))
+
+
+def acknowledge_invocation_logging(role: IConstruct) -> None:
+    """A model gateway's Bedrock caller leaves model-invocation logging to the account's one configuration
+    (InferenceTiers-BR5): the ``bedrock`` tier's ``bedrock.invocation_logging`` or a ``ModelInvocationLogging``
+    of the user's; the gateway's spend log records every call it makes."""
+    acknowledge(
+        role,
+        "InferenceTiers-BR5",
+        "model-invocation logging is one setting per account and Region, owned by the bedrock tier "
+        "(bedrock.invocation_logging=true) or the app's ModelInvocationLogging; a second configuration from "
+        "the gateway would overwrite it",
+    )

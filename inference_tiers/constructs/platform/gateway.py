@@ -23,7 +23,7 @@ from constructs import Construct, IDependable
 from inference_tiers import ASSETS_DIR
 from inference_tiers.constructs.common.charts import refuse_unfetched_chart
 from inference_tiers.constructs.common.encryption import allow_log_encryption
-from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read
+from inference_tiers.constructs.common.nag import acknowledge_chart_asset_read, acknowledge_invocation_logging
 from inference_tiers.constructs.eks.cluster import as_cluster_ref, kubectl_cluster
 from inference_tiers.constructs.gateway.bootstrap import DatabaseBootstrap
 from inference_tiers.constructs.gateway.state import GatewayCache, GatewayDatabase
@@ -155,6 +155,7 @@ class PlatformGateway(Construct):
             description="LiteLLM proxy of the platform cluster: Bedrock with the guardrail, its state secrets",
         )
         """The proxy's ServiceAccount's role (EKS Pod Identity)."""
+        acknowledge_invocation_logging(self.identity.role)
         grants = [f"Invoke{index}" for index in range(len(targets))]
         for grant_id, model in zip(grants, targets, strict=True):
             model.grant(self, grant_id, self.identity.role)
