@@ -69,6 +69,8 @@ class TenantModelAccess:
     :param tpm_limit: tokens per minute across the tenant; None: unlimited.
     :param max_parallel_requests: requests in flight at once with the tenant's key; None: unlimited.
     :param key_rotation: raise it to replace the tenant's key (the previous key stops working). Default: 0.
+    :param owner: what errors name as the owner of a bad value (a construct, or the context key it was read
+        from). Default: ``TenantModelAccess``.
     """
 
     models: Sequence[str]
@@ -79,6 +81,7 @@ class TenantModelAccess:
     max_parallel_requests: int | None = None
     key_rotation: int = 0
     owner: str = "TenantModelAccess"
+    """What errors name as the owner of a bad value."""
 
     def __post_init__(self) -> None:
         args = Args(self.owner)

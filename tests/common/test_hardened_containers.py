@@ -121,8 +121,8 @@ def test_every_hardened_container_is_recorded_and_every_record_is_used(
     assert [h["where"] for h in hardened if h["entry"] is None] == []
     assert sorted(set(RECORD) - {h["entry"] for h in hardened}) == []
     # The agent-sandbox controller, kube-state-metrics, the EFA exporter, the router, the sandboxes, the endpoint
-    # picker and the LoRA init container at least.
-    assert len(hardened) >= len(RECORD) == 7
+    # picker, the LoRA init container and the platform's tenant key provisioner at least.
+    assert len(hardened) >= len(RECORD) == 8
 
 
 def _pod_and_container(found: dict[str, Any], tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -288,7 +288,10 @@ def _cidr(args: Args) -> Callable[[str, object], str]:
 def _check_chart_directory(args: Args, directory: Path) -> None:
     args.instance("chart_directory", directory, Path, "a pathlib.Path of the fetched chart")
     chart_yaml = directory / "Chart.yaml"
-    metadata = yaml.safe_load(chart_yaml.read_text()) if chart_yaml.is_file() else None
+    try:
+        metadata = yaml.safe_load(chart_yaml.read_text()) if chart_yaml.is_file() else None
+    except OSError:  # a name too long for the file system, a folder it may not read
+        metadata = None
     if not isinstance(metadata, dict) or metadata.get("name") != "litellm":
         raise args.error(
             "chart_directory", str(directory), f"the helm/litellm chart that {FETCH_SCRIPT.name} copies"
