@@ -1,0 +1,1 @@
+"""Evaluate a checkpoint against the incumbent and decide whether to promote it."""
