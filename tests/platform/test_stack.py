@@ -14,7 +14,7 @@ from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
 from inference_tiers.k8s import grafana_chart, litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.stacks.platform import STACK_NAME, STAGES
-from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
+from tests.harness import CLEAN_GATES, TierBuild, build_tier, gate_findings, make_app, mask_asset_hashes
 from tests.ops.helpers import tier_requirements
 from tests.sandbox.helpers import DATA, helm_charts
 
@@ -265,3 +265,57 @@ def test_stage_tenants_gives_each_tenant_a_key_after_the_gateway_and_its_namespa
         assert namespace in resources[keys]["DependsOn"]
         assert keys in resources[objects]["DependsOn"]
     assert not _resource_ids(templates["gateway"], "TenantKeys")
+
+
+def test_stage_pool_passes_every_gate() -> None:
+    """Both nag packs, cfn-lint and checkov on the pool stage (the CLI synth with validation on is in
+    tests/test_cli_synth.py, ``platform@pool``)."""
+    assert gate_findings(build_tier("platform", **{"platform.stage": "pool"})) == CLEAN_GATES
+
+
+def test_stage_pool_adds_the_pool_to_litellm_after_the_gateway_and_its_inference_gateway(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    resources = templates["pool"]["Resources"]
+    (registration,) = _resource_ids(templates["pool"], "PoolRegistration")
+    (objects,) = _resource_ids(templates["pool"], "PoolInferenceGatewayObjects")
+    (gateway_chart,) = (
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == litellm_chart.RELEASE
+    )
+    assert {gateway_chart, objects} <= set(resources[registration]["DependsOn"])
+    (nodes,) = _resource_ids(templates["pool"], "PoolNodes")
+    karpenter = next(
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == "karpenter"
+    )
+    assert karpenter in resources[nodes]["DependsOn"]
+    assert not [k for k in templates["tenants"]["Resources"] if k.startswith("Pool")]
+
+
+def test_the_gateway_keeps_models_in_its_database_from_the_first_stage() -> None:
+    # What lets the pool be added without touching the gateway's deployed configuration.
+    charts = helm_charts(build_tier("platform", **{"platform.stage": "gateway"}).template(STACK_NAME))
+    proxy = charts[litellm_chart.RELEASE]["Values"]["gateway"]["config"]["proxy_config"]
+    assert proxy["general_settings"]["store_model_in_db"] is True
+
+
+def test_preflight_of_stage_pool_needs_gpu_quota_and_the_vllm_image() -> None:
+    needs = tier_requirements("platform", "platform.stage=pool")
+    assert InstanceNeed("ec2", "g6e.xlarge", 8) in needs.instances
+    assert any(need.reference.startswith("vllm/vllm-openai:") for need in needs.images)
+
+
+def test_tenants_may_name_the_pool_from_stage_pool_on() -> None:
+    models = '{"team-a": {"models": ["pool-qwen3-8b"]}, "team-b": {"models": ["nova-lite"]}}'
+    make_app(tier="platform", **{"platform.stage": "pool", "platform.tenant_models": models})
+    with pytest.raises(ConfigError, match="platform.tenant_models.team-a.models"):
+        make_app(tier="platform", **{"platform.stage": "tenants", "platform.tenant_models": models})
+
+
+def test_the_pool_s_name_is_not_another_model_s() -> None:
+    pool = '{"model_id": "a/b", "served_model_name": "nova-lite"}'
+    with pytest.raises(ConfigError, match=r"'platform.pool.served_model_name'.*a name no other model"):
+        make_app(tier="platform", **{"platform.stage": "pool", "platform.pool": pool})
