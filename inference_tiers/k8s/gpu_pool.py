@@ -9,9 +9,13 @@ reaches the gateway's in-cluster Service; nothing else may (:func:`pool_network_
 Why each choice:
 
 - Consolidation only ``WhenEmpty``: a busy GPU node is never drained to pack pods tighter, and the vLLM pods
-  carry ``karpenter.sh/do-not-disrupt`` so drift and expiry wait for KEDA to scale them in (Karpenter v1.14.1
-  ``pkg/controllers/disruption``: a pod with the annotation blocks voluntary disruption of its node). Scale-in
-  is KEDA's, after its 10-minute stabilisation; Karpenter then removes the empty node.
+  carry ``karpenter.sh/do-not-disrupt: "true"`` so drift and expiry wait for KEDA to scale them in (the
+  annotation "prevents Karpenter from voluntarily disrupting" the pod's node: kubernetes-sigs/karpenter
+  ``pkg/apis/v1/labels.go``, ``DoNotDisruptAnnotationKey``, the core module of provider v1.14.1). Scale-in is
+  KEDA's, after its 10-minute stabilisation; Karpenter then removes the empty node, at most
+  ``terminationGracePeriod`` after an expiry that waits for the pods.
+- Requirements use Karpenter's well-known labels (aws/karpenter-provider-aws v1.14.1 ``pkg/apis/v1/labels.go``:
+  ``instance-family`` :150, ``instance-gpu-manufacturer`` :161, registered as well known at :33-52).
 - The AL2023 alias resolves to the NVIDIA variant for GPU instance types (driver and container toolkit); the
   NVIDIA device plugin (``GpuDevicePlugins``) advertises ``nvidia.com/gpu``.
 - Weights are downloaded from Hugging Face into the pod's ``emptyDir`` on the node's root volume (sized by
@@ -28,15 +32,24 @@ from typing import Any
 from inference_tiers.config import ConfigError
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES
 from inference_tiers.k8s.inference_gateway import (
+    ADAPTER_DIR,
     EPP_METRICS_PORT,
     GATEWAY_PORT,
     MODEL_NAME_PATTERN,
     VLLM_PORT,
+    LoraAdapter,
     ModelPool,
     PoolScaling,
 )
+from inference_tiers.k8s.inference_gateway_lora import LORA_INIT_IMAGE, lora_init_container, vllm_lora_args
 from inference_tiers.k8s.inference_gateway_scaling import ScaledTarget
-from inference_tiers.k8s.inference_gateway_settings import json_object, known_keys, pool_scaling
+from inference_tiers.k8s.inference_gateway_settings import (
+    LORA_RANKS,
+    json_object,
+    known_keys,
+    lora_adapter,
+    pool_scaling,
+)
 from inference_tiers.k8s.platform_names import GatewayEndpoint
 from inference_tiers.k8s.sandbox_nodes import NODE_POOL_LABEL, karpenter_node_class
 from inference_tiers.validation import Args, ArgumentError
@@ -79,6 +92,9 @@ class GpuPoolSpec:
     :param root_volume_gib: each node's root volume (image and weights).
     :param consolidate_after_minutes: how long a node must be empty before Karpenter removes it.
     :param hf_token_secret: a Secret in the pool's namespace with key ``token`` (gated models). Default: none.
+    :param lora_adapters: LoRA adapters every pod loads from S3 (each served under its name: the Endpoint Picker
+        then also scores LoRA affinity). Default: none.
+    :param max_lora_rank: vLLM's ``--max-lora-rank``, one of its ranks. Default 16.
     :param vllm_image: the vLLM image. Default: ``VLLM_IMAGE``.
     :param ami_alias: ``al2023@latest`` or a pinned ``al2023@vYYYYMMDD``.
     :param namespace: the pool's namespace (vLLM, the Endpoint Picker, the gateway's proxy).
@@ -95,6 +111,8 @@ class GpuPoolSpec:
     root_volume_gib: int = 200
     consolidate_after_minutes: int = 10
     hf_token_secret: str | None = None
+    lora_adapters: Sequence[LoraAdapter] = ()
+    max_lora_rank: int = 16
     vllm_image: str = VLLM_IMAGE
     ami_alias: str = "al2023@latest"
     namespace: str = "inference-pool"
@@ -128,11 +146,24 @@ class GpuPoolSpec:
         args.integer("consolidate_after_minutes", self.consolidate_after_minutes, minimum=1, maximum=1440)
         if self.hf_token_secret is not None:
             args.text("hf_token_secret", self.hf_token_secret, pattern=_NAME.pattern, allow_token=False)
+        adapters = args.sequence(
+            "lora_adapters", self.lora_adapters, lambda n, v: args.instance(n, v, LoraAdapter), max_items=64
+        )
+        object.__setattr__(self, "lora_adapters", tuple(adapters))
+        args.one_of("max_lora_rank", self.max_lora_rank, LORA_RANKS)
         args.text(
             "vllm_image", self.vllm_image, pattern=r"\S+(:[^\s:@]+|@sha256:[0-9a-f]{64})", allow_token=False
         )
         args.text("ami_alias", self.ami_alias, pattern=_AMI_ALIAS, allow_token=False)
         args.text("namespace", self.namespace, pattern=_NAME.pattern, allow_token=False)
+        names = [adapter.name for adapter in adapters]
+        for index, name in enumerate(names):
+            if name == self.served_model_name or names.index(name) != index:
+                raise args.error(
+                    f"lora_adapters[{index}].name",
+                    name,
+                    "a name unique among the adapters and the served model",
+                )
         if self.scaling.max_replicas * self.gpus_per_replica > self.max_gpus:
             raise args.error(
                 "max_gpus",
@@ -147,6 +178,10 @@ class GpuPoolSpec:
         """The prefix of the pool's objects (Deployment, InferencePool, EPP, NodePool)."""
         return "vllm"
 
+    def served_names(self) -> list[str]:
+        """The model names the pool answers to: the served model, then each LoRA adapter."""
+        return [self.served_model_name, *(adapter.name for adapter in self.lora_adapters)]
+
     def pod_labels(self) -> dict[str, str]:
         """The vLLM pods' labels: the InferencePool and the Deployment select them."""
         return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": self.namespace}
@@ -158,6 +193,7 @@ class GpuPoolSpec:
             namespace=self.namespace,
             selector=self.pod_labels(),
             model_name=self.served_model_name,
+            adapters=tuple(self.lora_adapters),
         )
 
     def quota_need(self) -> tuple[str, int]:
@@ -269,6 +305,7 @@ def vllm_serve_args(spec: GpuPoolSpec) -> list[str]:
         "--max-model-len",
         str(spec.max_model_len),
         "--enable-prefix-caching",
+        *vllm_lora_args(spec.lora_adapters, max_lora_rank=spec.max_lora_rank),
     ]
 
 
@@ -281,8 +318,14 @@ def _probe(path: str, *, period: int, failures: int) -> dict[str, Any]:
     }
 
 
-def vllm_deployment(spec: GpuPoolSpec) -> Manifest:
-    """The vLLM Deployment; KEDA owns its replica count (none is set here, so a redeploy does not reset it)."""
+LORA_SERVICE_ACCOUNT = "vllm"
+"""The vLLM pods' ServiceAccount with LoRA adapters (its Pod Identity role may read only their folders)."""
+
+
+def vllm_deployment(spec: GpuPoolSpec, region: str = "") -> Manifest:
+    """The vLLM Deployment; KEDA owns its replica count (none is set here, so a redeploy does not reset it).
+    With LoRA adapters an init container copies them from S3 (``region``: the buckets' Region) into a volume
+    vLLM loads them from, as :data:`LORA_SERVICE_ACCOUNT`."""
     gpus = str(spec.gpus_per_replica)
     env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": "/models/hf"}]
     if spec.hf_token_secret:
@@ -292,7 +335,7 @@ def vllm_deployment(spec: GpuPoolSpec) -> Manifest:
                 "valueFrom": {"secretKeyRef": {"name": spec.hf_token_secret, "key": "token"}},
             }
         )
-    container = {
+    container: dict[str, Any] = {
         "name": "vllm",
         "image": spec.vllm_image,
         "command": ["vllm"],
@@ -314,6 +357,25 @@ def vllm_deployment(spec: GpuPoolSpec) -> Manifest:
             {"name": "dshm", "mountPath": "/dev/shm"},
         ],
     }
+    pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": {NODE_POOL_LABEL: GPU_NODE_POOL},
+        "tolerations": [dict(GPU_TOLERATION)],
+        # In-flight generations finish before the pod goes (the route's timeout is 600 s).
+        "terminationGracePeriodSeconds": 600,
+        "containers": [container],
+        "volumes": [
+            {"name": "models", "emptyDir": {}},
+            # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default).
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+        ],
+    }
+    if spec.lora_adapters:
+        pod["serviceAccountName"] = LORA_SERVICE_ACCOUNT
+        pod["initContainers"] = [lora_init_container(spec.lora_adapters, LORA_INIT_IMAGE, region)]
+        container["volumeMounts"].append({"name": "adapters", "mountPath": ADAPTER_DIR, "readOnly": True})
+        pod["volumes"].append({"name": "adapters", "emptyDir": {}})
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -330,20 +392,7 @@ def vllm_deployment(spec: GpuPoolSpec) -> Manifest:
                         DO_NOT_DISRUPT: "true",
                     },
                 },
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "nodeSelector": {NODE_POOL_LABEL: GPU_NODE_POOL},
-                    "tolerations": [dict(GPU_TOLERATION)],
-                    # In-flight generations finish before the pod goes (the route's timeout is 600 s).
-                    "terminationGracePeriodSeconds": 600,
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "models", "emptyDir": {}},
-                        # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default).
-                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
-                    ],
-                },
+                "spec": pod,
             },
         },
     }
@@ -434,23 +483,26 @@ def gateway_service_url(spec: GpuPoolSpec, gateway_name: str) -> str:
     return f"http://{gateway_name}-istio.{spec.namespace}.svc.cluster.local:{GATEWAY_PORT}/v1"
 
 
-def litellm_model(spec: GpuPoolSpec, gateway_name: str) -> dict[str, Any]:
-    """The pool as a LiteLLM model (a body of LiteLLM 1.104.0's ``Deployment``, what ``/model/new`` reads):
-    the served name through the pool's gateway, ``hosted_vllm/`` as for the project's other OpenAI-compatible
+def litellm_models(spec: GpuPoolSpec, gateway_name: str) -> list[dict[str, Any]]:
+    """The pool as LiteLLM models, one per served name (the model, each LoRA adapter: the request's ``model``
+    picks the adapter in vLLM and the Endpoint Picker), each a body of LiteLLM 1.104.0's ``Deployment`` (what
+    ``/model/new`` reads): the served name through the pool's gateway, ``hosted_vllm/`` as for the project's other OpenAI-compatible
     models. vLLM runs without ``--api-key`` (only the gateway may reach it), so the key sent is a placeholder;
     sent at all because, without one, LiteLLM has sent other environment keys (litellm#50218). The id (which
     ``/model/{id}/update`` addresses) is also its ``base_model``: a name no cost-map key has, so a call is priced
     by an entry of its own, at $0, with no rate-less entry to walk (docs/gateway.md, "Proxy overhead")."""
-    model_id = f"{spec.served_model_name}#pool"
-    return {
-        "model_name": spec.served_model_name,
-        "litellm_params": {
-            "model": f"hosted_vllm/{spec.served_model_name}",
-            "api_base": gateway_service_url(spec, gateway_name),
-            "api_key": "no-key",
-        },
-        "model_info": {"id": model_id, "base_model": model_id},
-    }
+    return [
+        {
+            "model_name": name,
+            "litellm_params": {
+                "model": f"hosted_vllm/{name}",
+                "api_base": gateway_service_url(spec, gateway_name),
+                "api_key": "no-key",
+            },
+            "model_info": {"id": f"{name}#pool", "base_model": f"{name}#pool"},
+        }
+        for name in spec.served_names()
+    ]
 
 
 POOL_ENTRIES = (
@@ -465,6 +517,8 @@ POOL_ENTRIES = (
     "root_volume_gib",
     "consolidate_after_minutes",
     "hf_token_secret",
+    "lora_adapters",
+    "max_lora_rank",
 )
 
 
@@ -477,6 +531,10 @@ def parse_pool(key: str, raw: Any) -> GpuPoolSpec:
         if required not in value:
             raise ConfigError(f"{key}.{required}", None, "a value (this entry is required)")
     entries = dict(value)
+    adapters = entries.get("lora_adapters", {})
+    if not isinstance(adapters, Mapping):
+        raise ConfigError(f"{key}.lora_adapters", adapters, "a JSON object of adapter name -> s3:// URI")
+    entries["lora_adapters"] = [lora_adapter(f"{key}.lora_adapters", n, uri) for n, uri in adapters.items()]
     if "scaling" in entries:
         entries["scaling"] = pool_scaling(f"{key}.scaling", entries["scaling"])
     try:

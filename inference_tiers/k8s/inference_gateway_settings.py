@@ -83,7 +83,7 @@ def inference_gateway_setting(pool_names: tuple[str, ...], *, decode_pool: str |
             raise ConfigError(
                 f"{key}.lora_adapters", adapters_raw, "a JSON object of at most 64 adapter name -> s3:// URI"
             )
-        adapters = tuple(_adapter(f"{key}.lora_adapters", n, uri) for n, uri in adapters_raw.items())
+        adapters = tuple(lora_adapter(f"{key}.lora_adapters", n, uri) for n, uri in adapters_raw.items())
         return InferenceGatewaySettings(
             pools=pools,
             lora_adapters=adapters,
@@ -145,7 +145,8 @@ def pool_scaling(key: str, raw: Any) -> PoolScaling:
     return PoolScaling(**parsed)
 
 
-def _adapter(key: str, name: Any, uri: Any) -> LoraAdapter:
+def lora_adapter(key: str, name: Any, uri: Any) -> LoraAdapter:
+    """The entry ``name: uri`` of the adapters object at ``key``; ConfigError naming it otherwise."""
     if not isinstance(name, str) or not re.fullmatch(MODEL_NAME_PATTERN, name):
         raise ConfigError(f"{key}", name, f"adapter names matching {MODEL_NAME_PATTERN}")
     if not isinstance(uri, str) or not re.fullmatch(S3_PREFIX_PATTERN, uri):

@@ -142,11 +142,13 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
                 sorted(self.tenant_models),
                 f"one entry per tenant of {TIER_NAME}.tenants, each tenant once: {sorted(self.tenants)}",
             )
-        if self.reaches("pool") and self.pool.served_model_name in self.model_names():
+        taken = sorted(set(self.pool.served_names()) & self.model_names()) if self.reaches("pool") else []
+        if taken:
             raise ConfigError(
-                f"{TIER_NAME}.pool.served_model_name",
-                self.pool.served_model_name,
-                f"a name no other model of the gateway has (not among {sorted(self.model_names())})",
+                f"{TIER_NAME}.pool",
+                taken,
+                f"served model and adapter names no other model of the gateway has (not among "
+                f"{sorted(self.model_names())})",
             )
         served = self.served_models()
         for name, access in self.tenant_models.items():
@@ -165,7 +167,7 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
             self.bedrock_model_name,
             *([self.sagemaker_model_name] if self.sagemaker_endpoint_name else []),
             *self.openai_models,
-            *([self.pool.served_model_name] if self.reaches("pool") else []),
+            *(self.pool.served_names() if self.reaches("pool") else []),
         }
 
     def model_gateway(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from inference_tiers.k8s.gpu_pool import (
     GpuPoolSpec,
     gpu_node_class,
     gpu_node_pool,
-    litellm_model,
+    litellm_models,
     namespace,
     parse_pool,
     pool_network_policies,
@@ -36,7 +36,9 @@ from inference_tiers.k8s.gpu_pool import (
 )
 from inference_tiers.k8s.inference_gateway import (
     EPP_GRPC_PORT,
+    LoraAdapter,
     PoolScaling,
+    endpoint_picker_config,
     render_endpoint_picker,
     render_inference_pool,
 )
@@ -291,7 +293,7 @@ def test_the_pool_s_model_entry_runs_in_the_real_proxy(tmp_path: Path) -> None:
     models in a database without Prisma's engine) in front of a stand-in of the pool's gateway: a tenant's call
     reaches it with the served name and a bearer, and the id the Job checks answers /model/info."""
     with StubBackend() as stub:
-        entry = copy.deepcopy(litellm_model(SPEC, GATEWAY_NAME))
+        (entry,) = copy.deepcopy(litellm_models(SPEC, GATEWAY_NAME))
         assert entry["litellm_params"]["api_base"] == (
             "http://inference-gateway-istio.inference-pool.svc.cluster.local:80/v1"
         )
@@ -313,3 +315,56 @@ def test_the_pool_s_model_entry_runs_in_the_real_proxy(tmp_path: Path) -> None:
     assert sent.headers["authorization"] == "Bearer no-key"
     assert found[0] == 200 and found[1]["data"][0]["model_info"]["id"] == model_id
     assert missing[0] == 400  # what the registration Job reads as "add it"
+
+
+# --- LoRA adapters -----------------------------------------------------------------------------------------
+
+ADAPTER = LoraAdapter("sql-lora", "s3://adapters-bucket/sql-lora/")
+LORA_SPEC = GpuPoolSpec(model_id="Qwen/Qwen3-8B", served_model_name="pool-qwen3-8b", lora_adapters=[ADAPTER])
+
+
+def test_lora_adapters_are_loaded_by_every_pod_routed_by_affinity_and_registered_each() -> None:
+    deployment = vllm_deployment(LORA_SPEC, region="us-east-1")
+    kubernetes_validate.validate(deployment, "1.35", strict=True)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "vllm"
+    (init,) = pod["initContainers"]
+    assert "s3://adapters-bucket/sql-lora/" in init["command"][-1]
+    assert {"name": "adapters", "mountPath": "/adapters", "readOnly": True} in pod["containers"][0][
+        "volumeMounts"
+    ]
+    args = vllm_serve_args(LORA_SPEC)
+    assert args[args.index("--lora-modules") + 1] == "sql-lora=/adapters/sql-lora"
+    assert {a for a in args if a.startswith("--")} <= listed(
+        DATA_DIR / "disaggregated" / "vllm-serve-flags.txt"
+    )
+    scorers = {p["type"] for p in endpoint_picker_config(LORA_SPEC.model_pool())["plugins"]}
+    assert "lora-affinity-scorer" in scorers
+    assert "lora-affinity-scorer" not in {
+        p["type"] for p in endpoint_picker_config(SPEC.model_pool())["plugins"]
+    }
+    assert [m["model_name"] for m in litellm_models(LORA_SPEC, GATEWAY_NAME)] == ["pool-qwen3-8b", "sql-lora"]
+    assert "initContainers" not in vllm_deployment(SPEC)["spec"]["template"]["spec"]
+
+
+def test_lora_settings_are_parsed_and_bad_ones_named() -> None:
+    spec = parse_pool(
+        "platform.pool",
+        {
+            "model_id": "a/b",
+            "served_model_name": "p",
+            "lora_adapters": {"sql-lora": "s3://adapters-bucket/sql/"},
+        },
+    )
+    assert spec.lora_adapters == (LoraAdapter("sql-lora", "s3://adapters-bucket/sql/"),)
+    with pytest.raises(ConfigError, match=r"'platform.pool.lora_adapters.sql-lora'.*s3://bucket/prefix"):
+        parse_pool(
+            "platform.pool", {"model_id": "a/b", "served_model_name": "p", "lora_adapters": {"sql-lora": "x"}}
+        )
+    with pytest.raises(ConfigError, match=r"'platform.pool.lora_adapters\[0\].name'.*unique"):
+        parse_pool(
+            "platform.pool",
+            {"model_id": "a/b", "served_model_name": "p", "lora_adapters": {"p": "s3://adapters-bucket/p/"}},
+        )
+    with pytest.raises(ConfigError, match=r"'platform.pool.max_lora_rank'.*one of 1, 8, 16"):
+        parse_pool("platform.pool", {"model_id": "a/b", "served_model_name": "p", "max_lora_rank": 12})

@@ -15,6 +15,7 @@ from inference_tiers.k8s import grafana_chart, litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.stacks.platform import STACK_NAME, STAGES
 from tests.harness import CLEAN_GATES, TierBuild, build_tier, gate_findings, make_app, mask_asset_hashes
+from tests.iam_policy import listed
 from tests.ops.helpers import tier_requirements
 from tests.sandbox.helpers import DATA, helm_charts
 
@@ -317,5 +318,26 @@ def test_tenants_may_name_the_pool_from_stage_pool_on() -> None:
 
 def test_the_pool_s_name_is_not_another_model_s() -> None:
     pool = '{"model_id": "a/b", "served_model_name": "nova-lite"}'
-    with pytest.raises(ConfigError, match=r"'platform.pool.served_model_name'.*a name no other model"):
+    with pytest.raises(
+        ConfigError, match=r"'platform.pool': got \['nova-lite'\].*no other model of the gateway"
+    ):
         make_app(tier="platform", **{"platform.stage": "pool", "platform.pool": pool})
+
+
+def test_stage_pool_with_lora_adapters_reads_only_their_folders_and_passes_every_gate() -> None:
+    pool = (
+        '{"model_id": "Qwen/Qwen3-8B", "served_model_name": "pool-qwen3-8b", '
+        '"lora_adapters": {"sql-lora": "s3://adapters-bucket/sql-lora/"}}'
+    )
+    build = build_tier("platform", **{"platform.stage": "pool", "platform.pool": pool})
+    assert gate_findings(build) == CLEAN_GATES
+    resources = build.template(STACK_NAME).to_json()["Resources"]
+    statements = [
+        statement
+        for name, resource in resources.items()
+        if name.startswith("PoolAdapterReader") and resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert {tuple(listed(s["Action"])) for s in statements} == {("s3:ListBucket",), ("s3:GetObject",)}
+    listing = next(s for s in statements if listed(s["Action"]) == ["s3:ListBucket"])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["sql-lora/*"]}}

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from inference_tiers.k8s.gpu_pool import GpuPoolSpec, litellm_model
+from inference_tiers.k8s.gpu_pool import GpuPoolSpec, litellm_models
 from inference_tiers.k8s.platform_names import TENANT_KEY_FIELD, TENANT_KEY_SECRET
 from inference_tiers.k8s.tenant_keys import PROVISIONER_SCRIPT, provisioner_spec, tenant_key_objects
 from tests.gateway.proxy import litellm_bin
@@ -376,7 +376,7 @@ def test_models_are_added_then_updated_in_place_with_bodies_litellm_1_104_reads(
     serve the id, PATCH /model/{id}/update when it does; no Kubernetes call (the Job has no token). Bodies:
     router.Deployment (what /model/new reads, model_management_endpoints.py:2359-2362) and updateDeployment (the
     PATCH, :1088-1095), strict, and every litellm_params/model_info key a field of LiteLLM_Params/ModelInfo."""
-    entry = litellm_model(
+    entry, *_ = litellm_models(
         GpuPoolSpec(model_id="Qwen/Qwen3-8B", served_model_name="pool-q"), "inference-gateway"
     )
     spec = {"models": [entry]}

@@ -15,17 +15,20 @@ from constructs import Construct
 from inference_tiers.constructs.eks.cluster import as_cluster_ref, kubectl_cluster
 from inference_tiers.constructs.eks.device_plugins import GpuDevicePlugins
 from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
+from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.k8s.gpu_pool import (
     GPU_TOLERATION,
+    LORA_SERVICE_ACCOUNT,
     GpuPoolSpec,
     gpu_node_class,
     gpu_node_pool,
-    litellm_model,
+    litellm_models,
     namespace,
     pool_network_policies,
     vllm_deployment,
 )
+from inference_tiers.k8s.inference_gateway_lora import LoraServing, lora_service_account
 from inference_tiers.k8s.inference_gateway_scaling import PrometheusMetrics
 from inference_tiers.k8s.platform_names import GatewayEndpoint
 from inference_tiers.k8s.tenant_keys import model_registration_objects
@@ -44,17 +47,19 @@ def amp_metrics(workspace: aps.CfnWorkspace) -> PrometheusMetrics:
 
 class PlatformInferencePool(Construct):
     """GPU nodes from Karpenter only while vLLM needs them, vLLM scaled by KEDA on its queue (from zero), the
-    inference gateway (Istio + the Endpoint Picker: prefix-cache-aware routing) in front, and the pool added to
-    LiteLLM as model ``spec.served_model_name``: tenants reach it with their own key, and nothing reaches it but
-    LiteLLM.
+    inference gateway (Istio + the Endpoint Picker: prefix-cache-aware routing, and LoRA-aware with
+    ``spec.lora_adapters``) in front, and the pool added to LiteLLM as model ``spec.served_model_name`` (and one
+    model per adapter): tenants reach it with their own key, and nothing reaches it but LiteLLM.
 
     The LiteLLM gateway must store models in its database (``store_model_in_db``: the platform's does), since
     the pool is added through ``/model/new`` by a Job in the gateway's namespace; the gateway's own
     configuration is not changed, so adding the pool touches nothing the gateway was deployed with.
 
     Attributes: ``spec``, ``namespace_manifest``, ``device_plugins`` (NVIDIA only), ``nodes`` (EC2NodeClass and
-    NodePool), ``workload`` (vLLM Deployment and the NetworkPolicies), ``gateway`` (the
-    :class:`~inference_tiers.constructs.eks.inference_gateway.InferenceGateway`), ``registration`` (the Job).
+    NodePool), ``adapter_reader`` (the LoRA adapters' S3 reader role, or None), ``workload`` (vLLM Deployment
+    and the NetworkPolicies), ``gateway`` (the
+    :class:`~inference_tiers.constructs.eks.inference_gateway.InferenceGateway`), ``models`` (the LiteLLM model
+    entries), ``registration`` (the Job).
     """
 
     def __init__(
@@ -134,12 +139,29 @@ class PlatformInferencePool(Construct):
         # The chart installs the NodePool CRDs; the nodes need their access entry to join.
         self.nodes.node.add_dependency(karpenter.chart, karpenter.node_access)
 
+        self.adapter_reader: LoraAdapterReader | None = None
+        """The Pod Identity role the vLLM pods read their LoRA adapters with (None without adapters)."""
+        identity = []
+        if spec.lora_adapters:
+            self.adapter_reader = LoraAdapterReader(
+                self,
+                "AdapterReader",
+                cluster=ref,
+                namespace=spec.namespace,
+                service_account=LORA_SERVICE_ACCOUNT,
+                lora=LoraServing(
+                    tuple(spec.lora_adapters), region=Aws.REGION, max_lora_rank=spec.max_lora_rank
+                ),
+                description="Platform inference pool: the vLLM pods read their LoRA adapter folders",
+            )
+            identity = [lora_service_account(spec.namespace, LORA_SERVICE_ACCOUNT)]
         self.workload = eks.KubernetesManifest(
             self,
             "Workload",
             cluster=ref,
             manifest=[
-                vllm_deployment(spec),
+                *identity,
+                vllm_deployment(spec, region=Aws.REGION),
                 *pool_network_policies(
                     spec, gateway_name=GATEWAY_NAME, litellm=gateway, scraper_cidrs=scrapers
                 ),
@@ -147,6 +169,9 @@ class PlatformInferencePool(Construct):
         )
         """The vLLM Deployment and the NetworkPolicies of the pool (and LiteLLM's egress to it)."""
         self.workload.node.add_dependency(self.namespace_manifest, self.nodes, self.device_plugins)
+        if self.adapter_reader is not None:
+            # The first pod's init container asks for credentials: the association exists before it.
+            self.workload.node.add_dependency(self.adapter_reader)
 
         self.gateway = InferenceGateway(
             self,
@@ -161,13 +186,13 @@ class PlatformInferencePool(Construct):
         """The project's inference gateway in front of the vLLM pods: Istio, the Endpoint Picker, KEDA."""
         self.gateway.node.add_dependency(self.workload)
 
-        self.model = litellm_model(spec, GATEWAY_NAME)
-        """The LiteLLM model entry the registration Job adds (``/model/new``)."""
+        self.models = litellm_models(spec, GATEWAY_NAME)
+        """The LiteLLM model entries the registration Job adds (``/model/new``): the model, each adapter."""
         self.registration = eks.KubernetesManifest(
             self,
             "Registration",
             cluster=ref,
-            manifest=model_registration_objects(gateway, [self.model], image=image),
+            manifest=model_registration_objects(gateway, self.models, image=image),
         )
         """The Job in the gateway's namespace that adds the pool to LiteLLM."""
         self.registration.node.add_dependency(self.gateway.manifest)
