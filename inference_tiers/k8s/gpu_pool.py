@@ -418,7 +418,7 @@ def pool_network_policies(
     included) may not: every request goes through LiteLLM and its per-tenant keys. And LiteLLM's pods may reach
     the pool's gateway: a policy of its own, added to the proxy's (NetworkPolicies add up), so that the proxy's
     own policy is the same with or without a pool."""
-    same_namespace = {"podSelector": {}}
+    same_namespace: dict[str, Any] = {"podSelector": {}}
     litellm_pods = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": litellm.namespace}},
         "podSelector": {"matchLabels": dict(litellm.pod_labels)},

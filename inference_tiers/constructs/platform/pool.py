@@ -176,7 +176,7 @@ class PlatformInferencePool(Construct):
         self.gateway = InferenceGateway(
             self,
             "InferenceGateway",
-            cluster=cluster,
+            cluster=ref,
             namespace=spec.namespace,
             backend=spec.model_pool(),
             scaled_targets=[spec.scaled_target()],
