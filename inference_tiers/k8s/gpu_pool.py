@@ -51,7 +51,7 @@ from inference_tiers.k8s.inference_gateway_settings import (
     pool_scaling,
 )
 from inference_tiers.k8s.platform_names import GatewayEndpoint
-from inference_tiers.k8s.sandbox_nodes import NODE_POOL_LABEL, karpenter_node_class
+from inference_tiers.k8s.sandbox_nodes import NODE_POOL_LABEL
 from inference_tiers.validation import Args, ArgumentError
 
 Manifest = dict[str, Any]
@@ -216,28 +216,6 @@ class GpuPoolSpec:
         return ScaledTarget(
             self.name, {"namespace": self.namespace, "model_name": self.served_model_name}, self.scaling
         )
-
-
-def gpu_node_class(
-    spec: GpuPoolSpec,
-    *,
-    instance_profile: str,
-    subnet_ids: Sequence[str],
-    security_group_ids: Sequence[str],
-    volume_kms_key_id: str,
-    tags: Mapping[str, str],
-) -> Manifest:
-    """The pool's EC2NodeClass (the project's node class: IMDSv2 hop limit 1, encrypted root volume)."""
-    return karpenter_node_class(
-        GPU_NODE_POOL,
-        ami_alias=spec.ami_alias,
-        root_volume_gib=spec.root_volume_gib,
-        instance_profile=instance_profile,
-        subnet_ids=subnet_ids,
-        security_group_ids=security_group_ids,
-        volume_kms_key_id=volume_kms_key_id,
-        tags=tags,
-    )
 
 
 def gpu_node_pool(spec: GpuPoolSpec) -> Manifest:

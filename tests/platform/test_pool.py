@@ -24,8 +24,8 @@ from inference_tiers.config import ConfigError
 from inference_tiers.k8s import sandbox_tenancy as tenancy_k8s
 from inference_tiers.k8s.gpu_pool import (
     GATEWAY_NAME_LABEL,
+    GPU_NODE_POOL,
     GpuPoolSpec,
-    gpu_node_class,
     gpu_node_pool,
     litellm_models,
     namespace,
@@ -47,6 +47,7 @@ from inference_tiers.k8s.inference_gateway_scaling import (
     render_scaled_object,
     scaler_queries,
 )
+from inference_tiers.k8s.sandbox_nodes import karpenter_node_class
 from inference_tiers.k8s.sandbox_tenancy import TENANT_LABEL
 from inference_tiers.k8s.tenant_keys import gateway_network_policies
 from inference_tiers.litellm.config import render_text
@@ -68,8 +69,10 @@ VPC = "10.0.0.0/16"
 
 
 def node_objects(spec: GpuPoolSpec = SPEC) -> list[dict[str, Any]]:
-    node_class = gpu_node_class(
-        spec,
+    node_class = karpenter_node_class(
+        GPU_NODE_POOL,
+        ami_alias=spec.ami_alias,
+        root_volume_gib=spec.root_volume_gib,
         instance_profile="profile",
         subnet_ids=["subnet-1"],
         security_group_ids=["sg-1"],

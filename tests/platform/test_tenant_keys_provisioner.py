@@ -196,6 +196,19 @@ def _serve(stand_in: Any, token: str) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def pinned_litellm(probe: str, sent: list[tuple[str, Any]], calls: list[tuple[str, str]]) -> Any:
+    """``probe`` run in the pinned LiteLLM's venv on the bodies sent and the calls made: what it refused."""
+    result = subprocess.run(
+        [str(litellm_bin() / "python"), "-c", probe],
+        input=json.dumps({"bodies": sent, "calls": calls}),
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
 @dataclasses.dataclass
 class Platform:
     litellm: LiteLLMStandIn
@@ -331,15 +344,7 @@ def test_every_call_is_a_route_and_every_body_validates_against_litellm_1_104(pl
     sent = [(MODELS[path], body) for method, path, body in platform.litellm.requests if method == "POST"]
     assert {name for name, _ in sent} == set(MODELS.values())
     calls = sorted({(method, path) for method, path, _ in platform.litellm.requests})
-    probe = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", PINNED_PROBE],
-        input=json.dumps({"bodies": sent, "calls": calls}),
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(probe.stdout.splitlines()[-1]) == {"refused": [], "unknown": []}
+    assert pinned_litellm(PINNED_PROBE, sent, calls) == {"refused": [], "unknown": []}
 
 
 MODEL_PROBE = """
@@ -394,12 +399,4 @@ def test_models_are_added_then_updated_in_place_with_bodies_litellm_1_104_reads(
     sent = [(names[path], body) for _, path, body in platform.litellm.requests if path in names]
     assert {name for name, _ in sent} == set(names.values())
     calls = sorted({(method, path.split("?")[0]) for method, path, _ in platform.litellm.requests})
-    probe = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", MODEL_PROBE],
-        input=json.dumps({"bodies": sent, "calls": calls}),
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(probe.stdout.splitlines()[-1]) == {"refused": [], "unknown": []}
+    assert pinned_litellm(MODEL_PROBE, sent, calls) == {"refused": [], "unknown": []}

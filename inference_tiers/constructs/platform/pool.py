@@ -18,10 +18,10 @@ from inference_tiers.constructs.eks.inference_gateway import InferenceGateway
 from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.constructs.sandbox.karpenter import Karpenter
 from inference_tiers.k8s.gpu_pool import (
+    GPU_NODE_POOL,
     GPU_TOLERATION,
     LORA_SERVICE_ACCOUNT,
     GpuPoolSpec,
-    gpu_node_class,
     gpu_node_pool,
     litellm_models,
     namespace,
@@ -31,6 +31,7 @@ from inference_tiers.k8s.gpu_pool import (
 from inference_tiers.k8s.inference_gateway_lora import LoraServing, lora_service_account
 from inference_tiers.k8s.inference_gateway_scaling import PrometheusMetrics
 from inference_tiers.k8s.platform_names import GatewayEndpoint
+from inference_tiers.k8s.sandbox_nodes import karpenter_node_class
 from inference_tiers.k8s.tenant_keys import model_registration_objects
 from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.validation import Args
@@ -123,8 +124,10 @@ class PlatformInferencePool(Construct):
             "Nodes",
             cluster=ref,
             manifest=[
-                gpu_node_class(
-                    spec,
+                karpenter_node_class(
+                    GPU_NODE_POOL,
+                    ami_alias=spec.ami_alias,
+                    root_volume_gib=spec.root_volume_gib,
                     instance_profile=karpenter.instance_profile.ref,
                     subnet_ids=[subnet.subnet_id for subnet in checked_subnets],
                     # The cluster security group: the AMP scraper's ENIs carry it and reach the metrics ports.
