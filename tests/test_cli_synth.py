@@ -23,7 +23,7 @@ import pytest
 
 from inference_tiers.app_factory import TIERS
 from inference_tiers.config import ALL_TIERS, TIER_KEY, parse_tier_selection, tier_defaults
-from inference_tiers.stacks.platform import BUILT_STAGES
+from inference_tiers.stacks.platform import STAGES
 from tests.harness import PROJECT_ROOT
 
 PARALLEL_SYNTHS = 2
@@ -47,7 +47,7 @@ CONTEXTS: dict[str, dict[str, str]] = {
     **{selection: {TIER_KEY: selection} for selection in [*TIERS, *documented_combinations()]},
     **{
         f"platform@{stage}": {TIER_KEY: "platform", "platform.stage": stage}
-        for stage in BUILT_STAGES
+        for stage in STAGES
         if stage != tier_defaults()["platform.stage"]
     },
 }

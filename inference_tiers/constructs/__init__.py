@@ -181,6 +181,12 @@ if TYPE_CHECKING:
     from inference_tiers.constructs.platform.observability import (
         PlatformObservability as PlatformObservability,
     )
+    from inference_tiers.constructs.platform.pool import (
+        PlatformInferencePool as PlatformInferencePool,
+    )
+    from inference_tiers.constructs.platform.pool import (
+        amp_metrics as amp_metrics,
+    )
     from inference_tiers.constructs.platform.tenant_keys import (
         TenantModelKeys as TenantModelKeys,
     )
@@ -219,6 +225,9 @@ if TYPE_CHECKING:
     )
     from inference_tiers.k8s.efa_exporter import (
         EfaExporterSpec as EfaExporterSpec,
+    )
+    from inference_tiers.k8s.gpu_pool import (
+        GpuPoolSpec as GpuPoolSpec,
     )
     from inference_tiers.k8s.hyperpod_inference import (
         AutoScaling as AutoScaling,
@@ -333,6 +342,8 @@ _SUBPACKAGE: dict[str, str] = {
     "ObservabilityHub": "inference_tiers.constructs.observability",
     "PlatformGateway": "inference_tiers.constructs.platform.gateway",
     "PlatformObservability": "inference_tiers.constructs.platform.observability",
+    "PlatformInferencePool": "inference_tiers.constructs.platform.pool",
+    "amp_metrics": "inference_tiers.constructs.platform.pool",
     "TenantModelKeys": "inference_tiers.constructs.platform.tenant_keys",
     "AlarmThresholds": "inference_tiers.constructs.sagemaker",
     "EndpointMetrics": "inference_tiers.constructs.sagemaker",
@@ -354,6 +365,7 @@ _SUBPACKAGE: dict[str, str] = {
     "KvCache": "inference_tiers.k8s.hyperpod_inference",
     "S3ModelSource": "inference_tiers.k8s.hyperpod_inference",
     "VllmWorker": "inference_tiers.k8s.hyperpod_inference",
+    "GpuPoolSpec": "inference_tiers.k8s.gpu_pool",
     "LoraAdapter": "inference_tiers.k8s.inference_gateway",
     "ModelPool": "inference_tiers.k8s.inference_gateway",
     "PoolScaling": "inference_tiers.k8s.inference_gateway",

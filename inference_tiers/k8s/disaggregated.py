@@ -22,6 +22,7 @@ from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 from inference_tiers.k8s.allocatable import Resources
 from inference_tiers.k8s.inference_gateway import ADAPTER_DIR
 from inference_tiers.k8s.inference_gateway_lora import (
+    LORA_INIT_IMAGE,
     LoraServing,
     lora_init_container,
     lora_service_account,
@@ -75,9 +76,6 @@ GPU_NODE_DAEMONSETS: Mapping[str, Resources] = {
     "efa-exporter (inference_tiers.k8s.efa_exporter)": Resources(cpu_millicores=10, memory_mib=32),
 }
 KV_STORE_CONFIG_PATH = "/etc/mooncake/mooncake.json"
-# The AWS CLI image the LoRA init container syncs the adapters with (AWS's own ECR Public repository, which
-# carries the CLI's release tags; pinned to one release).
-LORA_INIT_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 MODEL_CACHE_PATH = "/models"
 
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")

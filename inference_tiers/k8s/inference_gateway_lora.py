@@ -22,6 +22,9 @@ from inference_tiers.k8s.inference_gateway import ADAPTER_DIR, LoraAdapter
 from inference_tiers.k8s.inference_gateway_settings import LORA_RANKS, InferenceGatewaySettings
 from inference_tiers.validation import Args, ArgumentError, is_token
 
+# The AWS CLI image the LoRA init container syncs the adapters with (AWS's own ECR Public repository, which
+# carries the CLI's release tags; pinned to one release).
+LORA_INIT_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 # Where the launcher writes the adapters: inside the container's own writable layer, which every image has
 # (the vLLM image runs as root, but /tmp is writable for any user).
 LAUNCHER_ADAPTER_DIR = "/tmp/lora-adapters"

@@ -63,14 +63,14 @@ def inference_gateway_setting(pool_names: tuple[str, ...], *, decode_pool: str |
     def parse(key: str, raw: Any) -> InferenceGatewaySettings | None:
         if raw is None or raw == "":
             return None
-        value = _json_object(key, raw, f"null (off) or a JSON object with keys {', '.join(_TOP_KEYS)}")
-        _known_keys(key, value, _TOP_KEYS)
+        value = json_object(key, raw, f"null (off) or a JSON object with keys {', '.join(_TOP_KEYS)}")
+        known_keys(key, value, _TOP_KEYS)
         pools_raw = value.get("pools")
         if not isinstance(pools_raw, dict) or set(pools_raw) != set(pool_names):
             raise ConfigError(
                 f"{key}.pools", pools_raw, f"a JSON object with exactly the pools {accepted_pools}"
             )
-        pools = {name: _pool(f"{key}.pools.{name}", pools_raw[name]) for name in pool_names}
+        pools = {name: pool_scaling(f"{key}.pools.{name}", pools_raw[name]) for name in pool_names}
         if decode_pool is not None and pools[decode_pool].scale_to_zero:
             raise ConfigError(
                 f"{key}.pools.{decode_pool}.min_replicas",
@@ -83,7 +83,7 @@ def inference_gateway_setting(pool_names: tuple[str, ...], *, decode_pool: str |
             raise ConfigError(
                 f"{key}.lora_adapters", adapters_raw, "a JSON object of at most 64 adapter name -> s3:// URI"
             )
-        adapters = tuple(_adapter(f"{key}.lora_adapters", n, uri) for n, uri in adapters_raw.items())
+        adapters = tuple(lora_adapter(f"{key}.lora_adapters", n, uri) for n, uri in adapters_raw.items())
         return InferenceGatewaySettings(
             pools=pools,
             lora_adapters=adapters,
@@ -107,7 +107,8 @@ def _choice_int(key: str, raw: Any) -> int:
     return int(value)
 
 
-def _json_object(key: str, raw: Any, accepted: str) -> dict[str, Any]:
+def json_object(key: str, raw: Any, accepted: str) -> dict[str, Any]:
+    """The context value at ``key`` as a JSON object (a dict, or its JSON text); ConfigError otherwise."""
     value = raw
     if isinstance(raw, str):
         try:
@@ -119,15 +120,18 @@ def _json_object(key: str, raw: Any, accepted: str) -> dict[str, Any]:
     return value
 
 
-def _known_keys(key: str, value: Mapping[str, Any], known: tuple[str, ...]) -> None:
+def known_keys(key: str, value: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    """ConfigError naming ``<key>.<entry>`` for an entry of ``value`` not in ``known``."""
     for name in value:
         if name not in known:
             raise ConfigError(f"{key}.{name}", value[name], "a known key: " + ", ".join(known))
 
 
-def _pool(key: str, raw: Any) -> PoolScaling:
-    value = _json_object(key, raw, "a JSON object with min_replicas and max_replicas")
-    _known_keys(key, value, tuple(_POOL_KEYS))
+def pool_scaling(key: str, raw: Any) -> PoolScaling:
+    """``{"min_replicas": .., "max_replicas": .., "waiting_per_replica": .., "kv_cache_utilisation": ..}`` at
+    ``key`` as a PoolScaling; ConfigError naming the entry otherwise."""
+    value = json_object(key, raw, "a JSON object with min_replicas and max_replicas")
+    known_keys(key, value, tuple(_POOL_KEYS))
     parsed: dict[str, Any] = {}
     for name, parser in _POOL_KEYS.items():
         if name in value:
@@ -141,7 +145,8 @@ def _pool(key: str, raw: Any) -> PoolScaling:
     return PoolScaling(**parsed)
 
 
-def _adapter(key: str, name: Any, uri: Any) -> LoraAdapter:
+def lora_adapter(key: str, name: Any, uri: Any) -> LoraAdapter:
+    """The entry ``name: uri`` of the adapters object at ``key``; ConfigError naming it otherwise."""
     if not isinstance(name, str) or not re.fullmatch(MODEL_NAME_PATTERN, name):
         raise ConfigError(f"{key}", name, f"adapter names matching {MODEL_NAME_PATTERN}")
     if not isinstance(uri, str) or not re.fullmatch(S3_PREFIX_PATTERN, uri):

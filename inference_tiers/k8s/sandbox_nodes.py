@@ -213,17 +213,44 @@ def ec2_node_class(
     tags: Mapping[str, str],
 ) -> Manifest:
     """The EC2NodeClass (``karpenter.k8s.aws/v1``); the arguments may be deploy-time tokens."""
+    return karpenter_node_class(
+        spec.name,
+        ami_alias=spec.ami_alias,
+        root_volume_gib=spec.root_volume_gib,
+        instance_profile=instance_profile,
+        subnet_ids=subnet_ids,
+        security_group_ids=security_group_ids,
+        volume_kms_key_id=volume_kms_key_id,
+        tags=tags,
+        cpu_options={"nestedVirtualization": "enabled"} if spec.node_mode == "nested" else None,
+    )
+
+
+def karpenter_node_class(
+    name: str,
+    *,
+    ami_alias: str,
+    root_volume_gib: int,
+    instance_profile: str,
+    subnet_ids: Sequence[str],
+    security_group_ids: Sequence[str],
+    volume_kms_key_id: str,
+    tags: Mapping[str, str],
+    cpu_options: Mapping[str, str] | None = None,
+) -> Manifest:
+    """An EC2NodeClass of the nodes Karpenter launches for this project (Kata sandboxes, the GPU pool): a
+    stack-made instance profile, IMDSv2 with hop limit 1, an encrypted gp3 root volume with the given key."""
     node_class: Manifest = {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
-        "metadata": {"name": spec.name},
+        "metadata": {"name": name},
         "spec": {
-            "amiSelectorTerms": [{"alias": spec.ami_alias}],
+            "amiSelectorTerms": [{"alias": ami_alias}],
             # A profile made by the stack: Karpenter then needs no IAM instance-profile permissions.
             "instanceProfile": instance_profile,
             "subnetSelectorTerms": [{"id": subnet} for subnet in subnet_ids],
             "securityGroupSelectorTerms": [{"id": group} for group in security_group_ids],
-            # IMDSv2 only, hop limit 1: a sandbox (or anything in a pod) cannot reach the node role.
+            # IMDSv2 only, hop limit 1: nothing in a pod can reach the node role.
             "metadataOptions": {
                 "httpEndpoint": "enabled",
                 "httpProtocolIPv6": "disabled",
@@ -235,7 +262,7 @@ def ec2_node_class(
                     "deviceName": "/dev/xvda",
                     "rootVolume": True,
                     "ebs": {
-                        "volumeSize": f"{spec.root_volume_gib}Gi",
+                        "volumeSize": f"{root_volume_gib}Gi",
                         "volumeType": "gp3",
                         "encrypted": True,
                         "kmsKeyID": volume_kms_key_id,
@@ -246,8 +273,8 @@ def ec2_node_class(
             "tags": dict(tags),
         },
     }
-    if spec.node_mode == "nested":
-        node_class["spec"]["cpuOptions"] = {"nestedVirtualization": "enabled"}
+    if cpu_options is not None:
+        node_class["spec"]["cpuOptions"] = dict(cpu_options)
     return node_class
 
 

@@ -45,7 +45,10 @@ Manifest = dict[str, Any]
 
 PROVISIONER_SCRIPT = ASSETS_DIR / "platform" / "provision_keys.py"
 PROVISIONER_NAME = "tenant-keys"
-PROVISIONER_LABELS = {"app.kubernetes.io/name": PROVISIONER_NAME}
+# Every Job that calls LiteLLM's management API with the master key carries this label: the proxy admits them.
+ADMIN_LABELS = {"inference-tiers/litellm-admin": "true"}
+PROVISIONER_LABELS = {"app.kubernetes.io/name": PROVISIONER_NAME, **ADMIN_LABELS}
+MODEL_REGISTRATION_NAME = "litellm-models"
 MANAGED_BY = "inference-tiers"
 KEY_ALIAS_SUFFIX = "/sandboxes"
 SPEC_DIR = "/provisioner"
@@ -231,12 +234,56 @@ def provisioner_objects(
     image: str,
     vpc_cidr: str,
 ) -> list[Manifest]:
-    """In the gateway's namespace: the ServiceAccount, the ConfigMap (script + spec), the Job and its egress."""
-    spec_text = json.dumps(provisioner_spec(tenants), sort_keys=True, indent=1)
+    """In the gateway's namespace: the ServiceAccount, the ConfigMap (script + spec), the Job and its egress
+    (the gateway, and the Kubernetes API, where it writes each tenant's key)."""
+    meta = {"namespace": gateway.namespace, "labels": dict(PROVISIONER_LABELS)}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": PROVISIONER_NAME, **meta}},
+        *_admin_job(gateway, PROVISIONER_NAME, provisioner_spec(tenants), image=image, service_account=True),
+        _policy(
+            gateway.namespace,
+            f"{PROVISIONER_NAME}-egress",
+            PROVISIONER_LABELS,
+            egress=[
+                dns_egress_rule(),
+                gateway_pods_egress(gateway),
+                # The EKS API server's private endpoint ENIs are in the cluster's VPC subnets.
+                _to_cidr(vpc_cidr, 443),
+            ],
+        ),
+    ]
+
+
+def model_registration_objects(
+    gateway: GatewayEndpoint, models: Sequence[Mapping[str, Any]], *, image: str
+) -> list[Manifest]:
+    """In the gateway's namespace: a Job that adds (or updates) ``models`` through LiteLLM's ``/model/new``
+    (bodies of LiteLLM's ``Deployment``, each with a ``model_info.id``), with no Kubernetes API access; the proxy
+    must store models in its database (``store_model_in_db``) so that every replica serves them."""
+    labels = {"app.kubernetes.io/name": MODEL_REGISTRATION_NAME, **ADMIN_LABELS}
+    spec = {"models": [dict(model) for model in models]}
+    return [
+        *_admin_job(gateway, MODEL_REGISTRATION_NAME, spec, image=image, service_account=False),
+        _policy(
+            gateway.namespace,
+            f"{MODEL_REGISTRATION_NAME}-egress",
+            labels,
+            egress=[dns_egress_rule(), gateway_pods_egress(gateway)],
+        ),
+    ]
+
+
+def _admin_job(
+    gateway: GatewayEndpoint, job: str, spec: Mapping[str, Any], *, image: str, service_account: bool
+) -> list[Manifest]:
+    """The ConfigMap (script + spec) and the Job that runs the script with the master key (by reference). Its
+    name hashes spec, script and image: a change runs it again, the same spec does not."""
+    spec_text = json.dumps(spec, sort_keys=True, indent=1)
     script = PROVISIONER_SCRIPT.read_text()
     digest = hashlib.sha256((spec_text + script + image).encode()).hexdigest()[:10]
-    name = f"{PROVISIONER_NAME}-{digest}"
-    meta = {"namespace": gateway.namespace, "labels": dict(PROVISIONER_LABELS)}
+    name = f"{job}-{digest}"
+    labels = {"app.kubernetes.io/name": job, **ADMIN_LABELS}
+    meta = {"namespace": gateway.namespace, "labels": labels}
     container = {
         "name": "provision",
         "image": image,
@@ -266,8 +313,10 @@ def provisioner_objects(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
+    identity: dict[str, Any] = (
+        {"serviceAccountName": job} if service_account else {"automountServiceAccountToken": False}
+    )
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": PROVISIONER_NAME, **meta}},
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -282,9 +331,9 @@ def provisioner_objects(
                 "backoffLimit": 2,
                 "activeDeadlineSeconds": JOB_DEADLINE_SECONDS,
                 "template": {
-                    "metadata": {"labels": dict(PROVISIONER_LABELS)},
+                    "metadata": {"labels": labels},
                     "spec": {
-                        "serviceAccountName": PROVISIONER_NAME,
+                        **identity,
                         "restartPolicy": "Never",
                         "nodeSelector": dict(CORE_NODE_LABELS),
                         "containers": [container],
@@ -293,17 +342,6 @@ def provisioner_objects(
                 },
             },
         },
-        _policy(
-            gateway.namespace,
-            f"{PROVISIONER_NAME}-egress",
-            PROVISIONER_LABELS,
-            egress=[
-                dns_egress_rule(),
-                gateway_pods_egress(gateway),
-                # The EKS API server's private endpoint ENIs are in the cluster's VPC subnets.
-                _to_cidr(vpc_cidr, 443),
-            ],
-        ),
     ]
 
 
@@ -363,7 +401,7 @@ def gateway_network_policies(
                                 "matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]
                             }
                         },
-                        {"podSelector": {"matchLabels": dict(PROVISIONER_LABELS)}},
+                        {"podSelector": {"matchLabels": dict(ADMIN_LABELS)}},
                     ],
                     "ports": proxy_port,
                 },

@@ -294,17 +294,24 @@ class ProxyFeatures:
     :param tracing: a trace collector runs beside the proxy (default False): the ``otel`` callback exports the
         proxy's spans (children of the client's ``traceparent``) and the client's ``traceparent`` is forwarded
         to the backends. Its environment: :func:`tracing_environment`.
+    :param models_in_database: models may also be added at run time through ``/model/new`` and are kept in the
+        database, where every proxy replica loads them from (``general_settings.store_model_in_db``; default
+        False). The platform's elastic pool is added this way, so that adding it changes no deployed setting.
     """
 
     database: bool = True
     redis: bool = True
     tracing: bool = False
+    models_in_database: bool = False
 
     def __post_init__(self) -> None:
         args = Args("ProxyFeatures")
         args.boolean("database", self.database)
         args.boolean("redis", self.redis)
         args.boolean("tracing", self.tracing)
+        args.boolean("models_in_database", self.models_in_database)
+        if self.models_in_database and not self.database:
+            raise args.error("models_in_database", True, "False without a database (database=False)")
 
 
 # Connections each proxy worker's Prisma pool may open (general_settings.database_connection_pool_limit): the
@@ -464,7 +471,7 @@ def render_config(
     general_settings: dict[str, Any] = {
         "master_key": f"os.environ/{MASTER_KEY_ENV}",
         # The config file (infrastructure as code) is the only source of models and their guardrails.
-        "store_model_in_db": False,
+        "store_model_in_db": features.models_in_database,
         # /health calls every model (real, billed calls): never in the background.
         "background_health_checks": False,
         "store_prompts_in_spend_logs": False,

@@ -62,10 +62,10 @@ from inference_tiers.constructs.eks.efa_node_group import (
 )
 from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
-from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES, LORA_INIT_IMAGE
+from inference_tiers.k8s.disaggregated import EFA_INSTANCE_TYPES
 from inference_tiers.k8s.efa_exporter import EfaExporterSpec
 from inference_tiers.k8s.inference_gateway import EPP_IMAGE
-from inference_tiers.k8s.inference_gateway_lora import LoraServing, lora_from_settings
+from inference_tiers.k8s.inference_gateway_lora import LORA_INIT_IMAGE, LoraServing, lora_from_settings
 from inference_tiers.k8s.inference_gateway_settings import (
     InferenceGatewaySettings,
     check_node_capacity,
@@ -243,7 +243,11 @@ class DisaggregatedSettings:
                     else ()
                 ),
                 *(
-                    (ImageNeed(LORA_INIT_IMAGE, "inference_tiers.k8s.disaggregated:LORA_INIT_IMAGE"),)
+                    (
+                        ImageNeed(
+                            LORA_INIT_IMAGE, "inference_tiers.k8s.inference_gateway_lora:LORA_INIT_IMAGE"
+                        ),
+                    )
                     if self.lora is not None
                     else ()
                 ),

@@ -11,7 +11,9 @@ lower one, never changes it (tests/platform/test_stack.py):
 - ``tenants``: Karpenter, the Kata sandbox nodes, the agent-sandbox controller and the tenants, exactly as the
   ``agent-sandbox`` tier builds them (``Sandboxes``), and ``TenantModelKeys``: a LiteLLM team and key per tenant
   (``platform.tenant_models``), which the tenant's sandboxes get as ``OPENAI_API_KEY``.
-- ``pool``: the elastic GPU pool; not built yet, so refused at synth.
+- ``pool``: the elastic GPU pool (``PlatformInferencePool``, ``platform.pool``): Karpenter GPU nodes, vLLM
+  behind the project's inference gateway, scaled by KEDA from zero, added to LiteLLM as one more model, which
+  tenants may then name in ``platform.tenant_models``.
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters
 from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.constructs.platform.gateway import CERTIFICATE_ARN, PlatformGateway
 from inference_tiers.constructs.platform.observability import PlatformObservability
+from inference_tiers.constructs.platform.pool import PlatformInferencePool, amp_metrics
 from inference_tiers.constructs.platform.tenant_keys import TenantModelKeys
 from inference_tiers.k8s import litellm_chart
+from inference_tiers.k8s.gpu_pool import GpuPoolSpec, parse_pool
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.k8s.sandbox_tenancy import TENANT_NAME_PATTERN
 from inference_tiers.k8s.tenant_keys import TenantModelAccess, parse_model_access
@@ -66,8 +70,6 @@ STACK_NAME = "InferenceTiers-Platform"
 Stage = Literal["gateway", "tenants", "pool"]
 STAGES: tuple[Stage, ...] = ("gateway", "tenants", "pool")
 """The stages in the order they climb; each adds to the one before."""
-BUILT_STAGES: tuple[Stage, ...] = ("gateway", "tenants")
-"""The stages this release builds."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,12 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
         optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
         "subscribe this address to the AMP alert topic",
     )
+    pool: GpuPoolSpec = setting(
+        parse_pool,
+        "the elastic GPU pool of stage pool: {model_id, served_model_name, gpus_per_replica, scaling: "
+        "{min_replicas, max_replicas, waiting_per_replica}, instance_families, capacity_types, max_gpus, "
+        "max_model_len, root_volume_gib, consolidate_after_minutes, hf_token_secret}",
+    )
     tenant_models: dict[str, TenantModelAccess] = setting(
         mapping(parse_model_access, key_pattern=TENANT_NAME_PATTERN, max_items=50),
         "tenant name -> {models, max_budget_usd, budget_duration, rpm_limit, tpm_limit, max_parallel_requests, "
@@ -134,6 +142,14 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
                 sorted(self.tenant_models),
                 f"one entry per tenant of {TIER_NAME}.tenants, each tenant once: {sorted(self.tenants)}",
             )
+        taken = sorted(set(self.pool.served_names()) & self.model_names()) if self.reaches("pool") else []
+        if taken:
+            raise ConfigError(
+                f"{TIER_NAME}.pool",
+                taken,
+                f"served model and adapter names no other model of the gateway has (not among "
+                f"{sorted(self.model_names())})",
+            )
         served = self.served_models()
         for name, access in self.tenant_models.items():
             unknown = sorted(set(access.models) - served)
@@ -143,19 +159,15 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
                     list(access.models),
                     f"model names the gateway serves, among {sorted(served)} (not {unknown})",
                 )
-        if self.stage not in BUILT_STAGES:
-            raise ConfigError(
-                f"{TIER_NAME}.stage",
-                self.stage,
-                " or ".join(BUILT_STAGES) + " (the elastic GPU pool of stage pool is not available yet)",
-            )
 
     def served_models(self) -> set[str]:
-        """The model names the platform's gateway serves (SageMaker only with an endpoint)."""
+        """The model names the platform's gateway serves (SageMaker only with an endpoint; the pool's from stage
+        pool on)."""
         return {
             self.bedrock_model_name,
             *([self.sagemaker_model_name] if self.sagemaker_endpoint_name else []),
             *self.openai_models,
+            *(self.pool.served_names() if self.reaches("pool") else []),
         }
 
     def model_gateway(self) -> dict[str, Any]:
@@ -168,8 +180,13 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
 
     def account_requirements(self) -> AccountRequirements:
         litellm = ImageNeed(LITELLM_IMAGE, "inference_tiers.litellm.config:LITELLM_IMAGE")
+        images = self.sandbox_images(litellm) if self.reaches("tenants") else (litellm,)
+        instances = [InstanceNeed("ec2", self.core_instance_type, self.core_nodes)]
+        if self.reaches("pool"):
+            images += (ImageNeed(self.pool.vllm_image, "inference_tiers.k8s.gpu_pool:VLLM_IMAGE"),)
+            instances.append(InstanceNeed("ec2", *self.pool.quota_need()))
         return AccountRequirements(
-            instances=(InstanceNeed("ec2", self.core_instance_type, self.core_nodes),),
+            instances=tuple(instances),
             bedrock_model_id=self.bedrock_model_id,
             bedrock_inference_profile_id=self.profile().profile_id,
             kubernetes_version=KUBERNETES_VERSION,
@@ -177,7 +194,7 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
                 DEFAULT_ADDON_VERSIONS.by_name(),
                 "inference_tiers.constructs.eks.cluster:DEFAULT_ADDON_VERSIONS",
             ),
-            images=(self.sandbox_images(litellm) if self.reaches("tenants") else (litellm,)),
+            images=images,
         )
 
 
@@ -258,6 +275,22 @@ class PlatformStack(Stack):
                 keys.node.add_dependency(tenants[name].namespace_manifest)
                 # The sandboxes' template reads the key Secret: it exists (empty until the Job fills it) first.
                 tenants[name].manifest.node.add_dependency(keys)
+        # Stage pool: the elastic GPU pool behind the inference gateway, added to LiteLLM as one more model.
+        self.pool: PlatformInferencePool | None = None
+        if settings.reaches("pool"):
+            assert self.sandboxes is not None  # stage tenants installed Karpenter
+            self.pool = PlatformInferencePool(
+                self,
+                "Pool",
+                cluster=cluster,
+                karpenter=self.sandboxes.karpenter,
+                subnets=self.base.vpc.private_subnets,
+                gateway=self.gateway.endpoint,
+                metrics=amp_metrics(self.observability.hub.workspace),
+                spec=settings.pool,
+            )
+            # LiteLLM serves before the pool is added; the registration Job calls it.
+            self.pool.registration.node.add_dependency(self.gateway.chart)
         self.base.add_outputs()
 
 

@@ -32,9 +32,9 @@ from cdk_nag import AwsSolutionsChecks
 
 from inference_tiers.config import ConfigError, parse_settings
 from inference_tiers.constructs.disaggregated.serving import DisaggregatedServing
-from inference_tiers.k8s.disaggregated import LORA_INIT_IMAGE, ROLES, render
+from inference_tiers.k8s.disaggregated import ROLES, render
 from inference_tiers.k8s.inference_gateway import LoraAdapter
-from inference_tiers.k8s.inference_gateway_lora import LoraServing
+from inference_tiers.k8s.inference_gateway_lora import LORA_INIT_IMAGE, LoraServing
 from inference_tiers.stacks.disaggregated import TIER, DisaggregatedSettings
 from tests.disaggregated.helpers import MODEL, make_cluster
 from tests.disaggregated.test_serving_manifests import VLLM_FLAGS, deployment, make_spec

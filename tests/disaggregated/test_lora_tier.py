@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from inference_tiers.config import parse_settings
-from inference_tiers.k8s.disaggregated import LORA_INIT_IMAGE
+from inference_tiers.k8s.inference_gateway_lora import LORA_INIT_IMAGE
 from inference_tiers.stacks.disaggregated import TIER
 from tests.harness import (
     CLEAN_GATES,

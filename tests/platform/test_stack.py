@@ -13,8 +13,9 @@ from inference_tiers.config import ConfigError, InstanceNeed
 from inference_tiers.constructs.eks.cluster import SYSTEM_NODE_LABEL
 from inference_tiers.k8s import grafana_chart, litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
-from inference_tiers.stacks.platform import BUILT_STAGES, STACK_NAME, STAGES
-from tests.harness import TierBuild, build_tier, make_app, mask_asset_hashes
+from inference_tiers.stacks.platform import STACK_NAME, STAGES
+from tests.harness import CLEAN_GATES, TierBuild, build_tier, gate_findings, make_app, mask_asset_hashes
+from tests.iam_policy import listed
 from tests.ops.helpers import tier_requirements
 from tests.sandbox.helpers import DATA, helm_charts
 
@@ -27,7 +28,7 @@ def stage_template(stage: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def templates() -> dict[str, dict[str, Any]]:
-    return {stage: stage_template(stage) for stage in BUILT_STAGES}
+    return {stage: stage_template(stage) for stage in STAGES}
 
 
 def _split_policy(resource: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
@@ -64,7 +65,7 @@ def changes_below(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, li
     return found
 
 
-@pytest.mark.parametrize(("lower", "higher"), list(zip(BUILT_STAGES, BUILT_STAGES[1:], strict=False)))
+@pytest.mark.parametrize(("lower", "higher"), list(zip(STAGES, STAGES[1:], strict=False)))
 def test_climbing_a_stage_only_adds(lower: str, higher: str, templates: dict[str, dict[str, Any]]) -> None:
     """Every resource and output of a stage is in the next one with the same logical id and properties (an
     update from one stage to the next replaces nothing), and the next stage adds something."""
@@ -113,7 +114,7 @@ def core_node_group(template: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
-@pytest.mark.parametrize("stage", BUILT_STAGES)
+@pytest.mark.parametrize("stage", STAGES)
 def test_core_node_group_is_on_demand_labelled_untainted_and_spread_over_two_azs(
     stage: str, templates: dict[str, dict[str, Any]]
 ) -> None:
@@ -169,7 +170,13 @@ def test_karpenter_runs_on_core_nodes_only_and_fits_them(tier_build: Callable[[s
 @pytest.mark.parametrize(
     ("key", "value", "accepted"),
     [
-        ("platform.stage", "pool", "gateway or tenants .*not available yet"),
+        (
+            "platform.pool.max_gpus",
+            '{"model_id": "a/b", "served_model_name": "p", "max_gpus": 2}',
+            "at least",
+        ),
+        ("platform.pool.model_id", '{"served_model_name": "p"}', "this entry is required"),
+        ("platform.pool.gpu", '{"model_id": "a/b", "served_model_name": "p", "gpu": 1}', "a known key"),
         ("platform.stage", "everything", "one of gateway, tenants, pool"),
         ("platform.core_nodes", "1", "an integer from 2 to 10"),
         ("platform.core_instance_type", "g6.xlarge", "an x86 m/c/r instance type"),
@@ -207,7 +214,6 @@ def test_the_gateway_s_ceiling_is_at_least_its_floor() -> None:
 
 def test_stages_climb_in_the_documented_order() -> None:
     assert STAGES == ("gateway", "tenants", "pool")
-    assert STAGES[: len(BUILT_STAGES)] == BUILT_STAGES
 
 
 @pytest.mark.parametrize(("stage", "sandbox_images"), [("gateway", False), ("tenants", True)])
@@ -223,7 +229,7 @@ def _resource_ids(template: dict[str, Any], path_part: str) -> list[str]:
     return [k for k, r in template["Resources"].items() if path_part in k]
 
 
-@pytest.mark.parametrize("stage", BUILT_STAGES)
+@pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_has_the_gateway_its_observability_and_kube_state_metrics(
     stage: str, templates: dict[str, dict[str, Any]]
 ) -> None:
@@ -260,3 +266,78 @@ def test_stage_tenants_gives_each_tenant_a_key_after_the_gateway_and_its_namespa
         assert namespace in resources[keys]["DependsOn"]
         assert keys in resources[objects]["DependsOn"]
     assert not _resource_ids(templates["gateway"], "TenantKeys")
+
+
+def test_stage_pool_passes_every_gate() -> None:
+    """Both nag packs, cfn-lint and checkov on the pool stage (the CLI synth with validation on is in
+    tests/test_cli_synth.py, ``platform@pool``)."""
+    assert gate_findings(build_tier("platform", **{"platform.stage": "pool"})) == CLEAN_GATES
+
+
+def test_stage_pool_adds_the_pool_to_litellm_after_the_gateway_and_its_inference_gateway(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    resources = templates["pool"]["Resources"]
+    (registration,) = _resource_ids(templates["pool"], "PoolRegistration")
+    (objects,) = _resource_ids(templates["pool"], "PoolInferenceGatewayObjects")
+    (gateway_chart,) = (
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == litellm_chart.RELEASE
+    )
+    assert {gateway_chart, objects} <= set(resources[registration]["DependsOn"])
+    (nodes,) = _resource_ids(templates["pool"], "PoolNodes")
+    karpenter = next(
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == "karpenter"
+    )
+    assert karpenter in resources[nodes]["DependsOn"]
+    assert not [k for k in templates["tenants"]["Resources"] if k.startswith("Pool")]
+
+
+def test_the_gateway_keeps_models_in_its_database_from_the_first_stage() -> None:
+    # What lets the pool be added without touching the gateway's deployed configuration.
+    charts = helm_charts(build_tier("platform", **{"platform.stage": "gateway"}).template(STACK_NAME))
+    proxy = charts[litellm_chart.RELEASE]["Values"]["gateway"]["config"]["proxy_config"]
+    assert proxy["general_settings"]["store_model_in_db"] is True
+
+
+def test_preflight_of_stage_pool_needs_gpu_quota_and_the_vllm_image() -> None:
+    needs = tier_requirements("platform", "platform.stage=pool")
+    assert InstanceNeed("ec2", "g6e.xlarge", 8) in needs.instances
+    assert any(need.reference.startswith("vllm/vllm-openai:") for need in needs.images)
+
+
+def test_tenants_may_name_the_pool_from_stage_pool_on() -> None:
+    models = '{"team-a": {"models": ["pool-qwen3-8b"]}, "team-b": {"models": ["nova-lite"]}}'
+    make_app(tier="platform", **{"platform.stage": "pool", "platform.tenant_models": models})
+    with pytest.raises(ConfigError, match="platform.tenant_models.team-a.models"):
+        make_app(tier="platform", **{"platform.stage": "tenants", "platform.tenant_models": models})
+
+
+def test_the_pool_s_name_is_not_another_model_s() -> None:
+    pool = '{"model_id": "a/b", "served_model_name": "nova-lite"}'
+    with pytest.raises(
+        ConfigError, match=r"'platform.pool': got \['nova-lite'\].*no other model of the gateway"
+    ):
+        make_app(tier="platform", **{"platform.stage": "pool", "platform.pool": pool})
+
+
+def test_stage_pool_with_lora_adapters_reads_only_their_folders_and_passes_every_gate() -> None:
+    pool = (
+        '{"model_id": "Qwen/Qwen3-8B", "served_model_name": "pool-qwen3-8b", '
+        '"lora_adapters": {"sql-lora": "s3://adapters-bucket/sql-lora/"}}'
+    )
+    build = build_tier("platform", **{"platform.stage": "pool", "platform.pool": pool})
+    assert gate_findings(build) == CLEAN_GATES
+    resources = build.template(STACK_NAME).to_json()["Resources"]
+    statements = [
+        statement
+        for name, resource in resources.items()
+        if name.startswith("PoolAdapterReader") and resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert {tuple(listed(s["Action"])) for s in statements} == {("s3:ListBucket",), ("s3:GetObject",)}
+    listing = next(s for s in statements if listed(s["Action"]) == ["s3:ListBucket"])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["sql-lora/*"]}}

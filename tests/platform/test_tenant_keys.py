@@ -23,6 +23,7 @@ from inference_tiers.k8s.tenant_keys import (
     JOB_DEADLINE_SECONDS,
     PROVISIONER_NAME,
     TenantModelAccess,
+    model_registration_objects,
     parse_model_access,
     provisioner_objects,
     tenant_key_objects,
@@ -131,7 +132,11 @@ def config_map() -> dict[str, Any]:
 
 
 def test_every_object_is_valid_kubernetes_1_35() -> None:
-    for manifest in [*objects(), *tenant_key_objects(TEAM_A, GATEWAY)]:
+    for manifest in [
+        *objects(),
+        *tenant_key_objects(TEAM_A, GATEWAY),
+        *model_registration_objects(GATEWAY, [], image="x/y:1"),
+    ]:
         assert kubernetes_validate.validate(manifest, "1.35", strict=True) == "1.35", manifest["kind"]
 
 

@@ -8,7 +8,12 @@ import pytest
 
 from inference_tiers.k8s import sandbox_tenancy as tenancy_k8s
 from inference_tiers.k8s.sandbox_tenancy import TENANT_LABEL
-from inference_tiers.k8s.tenant_keys import PROVISIONER_LABELS, gateway_network_policies, provisioner_objects
+from inference_tiers.k8s.tenant_keys import (
+    PROVISIONER_LABELS,
+    gateway_network_policies,
+    model_registration_objects,
+    provisioner_objects,
+)
 from tests.platform.netpol import Cluster, Pod, allows, selects
 from tests.platform.tenant_keys_data import GATEWAY, TEAM_A, TEAM_B, TENANCY, TENANTS
 
@@ -26,6 +31,12 @@ NAMESPACES = {
 COREDNS = Pod("kube-system", {"k8s-app": "kube-dns"}, "10.0.20.2")
 PROXY = Pod(GATEWAY.namespace, dict(GATEWAY.pod_labels), "10.0.20.10")
 PROVISIONER = Pod(GATEWAY.namespace, dict(PROVISIONER_LABELS), "10.0.20.11")
+REGISTRATION_OBJECTS = model_registration_objects(GATEWAY, [], image="x/y:1")
+REGISTRATION = Pod(
+    GATEWAY.namespace,
+    next(o for o in REGISTRATION_OBJECTS if o["kind"] == "Job")["spec"]["template"]["metadata"]["labels"],
+    "10.0.20.12",
+)
 SANDBOX_A = Pod(TEAM_A.namespace, {TENANT_LABEL: TEAM_A.name}, "10.0.30.5")
 SANDBOX_B = Pod(TEAM_B.namespace, {TENANT_LABEL: TEAM_B.name}, "10.0.30.6")
 OTHER = Pod("default", {"app": "web"}, "10.0.40.7")
@@ -45,6 +56,7 @@ def platform() -> Cluster:
             for p in provisioner_objects(GATEWAY, TENANTS, image="x/y:1", vpc_cidr=VPC)
             if p["kind"] == "NetworkPolicy"
         ),
+        *(p for p in REGISTRATION_OBJECTS if p["kind"] == "NetworkPolicy"),
     ]
     return Cluster(NAMESPACES, policies)
 
@@ -60,6 +72,8 @@ def platform() -> Cluster:
         (SCRAPER, PROXY, GATEWAY.metrics_port, "TCP"),
         (PROVISIONER, PROXY, GATEWAY.port, "TCP"),
         (PROVISIONER, "10.0.3.3", 443, "TCP"),  # the EKS API endpoint's ENIs
+        (REGISTRATION, PROXY, GATEWAY.port, "TCP"),  # the pool's model registration
+        (REGISTRATION, COREDNS, 53, "UDP"),
         (PROXY, "169.254.170.23", 80, "TCP"),  # trap 8: the Pod Identity agent
         (PROXY, AURORA, 5432, "TCP"),
         (PROXY, "10.0.50.5", 6379, "TCP"),
@@ -90,6 +104,8 @@ def test_allowed(source: Pod | str, destination: Pod | str, port: int, protocol:
         (PROXY, "93.184.216.34", 443),  # Bedrock only through the VPC endpoints
         (PROXY, "169.254.169.254", 80),
         (PROVISIONER, "93.184.216.34", 443),
+        (REGISTRATION, "10.0.3.3", 443),  # no Kubernetes API: it writes nothing there
+        (SANDBOX_A, REGISTRATION, GATEWAY.port),
     ],
 )
 def test_denied(source: Pod, destination: Pod | str, port: int) -> None:

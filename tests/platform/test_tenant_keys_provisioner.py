@@ -18,6 +18,7 @@ environment (tests/gateway/test_keys.py), so a call with the written key is not 
 from __future__ import annotations
 
 import base64
+import copy
 import dataclasses
 import json
 import os
@@ -30,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from inference_tiers.k8s.gpu_pool import GpuPoolSpec, litellm_models
 from inference_tiers.k8s.platform_names import TENANT_KEY_FIELD, TENANT_KEY_SECRET
 from inference_tiers.k8s.tenant_keys import PROVISIONER_SCRIPT, provisioner_spec, tenant_key_objects
 from tests.gateway.proxy import litellm_bin
@@ -79,6 +81,7 @@ class LiteLLMStandIn:
     def __init__(self) -> None:
         self.teams: dict[str, dict[str, Any]] = {}
         self.keys: dict[str, dict[str, Any]] = {}
+        self.models: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str, Any]] = []
         self.not_ready = 0
         self.fail: set[str] = set()
@@ -91,6 +94,21 @@ class LiteLLMStandIn:
             return (503, {}) if self.not_ready >= 0 else (200, {"status": "healthy"})
         if route in self.fail:
             return 500, {"error": "boom"}
+        if route == "/model/info":
+            model_id = urllib.parse.parse_qs(query)["litellm_model_id"][0]
+            if model_id not in self.models:  # proxy_server.py:15905-15911
+                return 400, {"detail": {"error": f"Model id = {model_id} not found on litellm proxy"}}
+            return 200, {"data": [self.models[model_id]]}
+        if route == "/model/new":
+            self.models[body["model_info"]["id"]] = body
+            return 200, body
+        if method == "PATCH" and route.startswith("/model/") and route.endswith("/update"):
+            model_id = urllib.parse.unquote(route.removeprefix("/model/").removesuffix("/update"))
+            self.requests[-1] = (method, "/model/{model_id}/update", body)
+            if model_id not in self.models:
+                return 404, {}
+            self.models[model_id] = body
+            return 200, body
         if route == "/team/info":
             team_id = urllib.parse.parse_qs(query)["team_id"][0]
             return (200, {"team_id": team_id}) if team_id in self.teams else (404, {"detail": "not found"})
@@ -170,12 +188,25 @@ def _serve(stand_in: Any, token: str) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(raw)
 
-        do_GET = do_POST = do_PUT = _handle  # noqa: N815 (http.server's naming)
+        do_GET = do_POST = do_PUT = do_PATCH = _handle  # noqa: N815 (http.server's naming)
 
         def log_message(self, *_: Any) -> None:
             pass
 
     return Handler
+
+
+def pinned_litellm(probe: str, sent: list[tuple[str, Any]], calls: list[tuple[str, str]]) -> Any:
+    """``probe`` run in the pinned LiteLLM's venv on the bodies sent and the calls made: what it refused."""
+    result = subprocess.run(
+        [str(litellm_bin() / "python"), "-c", probe],
+        input=json.dumps({"bodies": sent, "calls": calls}),
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout.splitlines()[-1])
 
 
 @dataclasses.dataclass
@@ -185,9 +216,11 @@ class Platform:
     env: dict[str, str]
     folder: Path
 
-    def run(self, tenants: Any = TENANTS, **env: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, tenants: Any = TENANTS, spec_body: dict[str, Any] | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         spec = self.folder / "spec.json"
-        spec.write_text(json.dumps(provisioner_spec(tenants)))
+        spec.write_text(json.dumps(provisioner_spec(tenants) if spec_body is None else spec_body))
         result = subprocess.run(
             [str(litellm_bin() / "python"), str(PROVISIONER_SCRIPT)],
             env={**self.env, "SPEC_FILE": str(spec), **env},
@@ -311,12 +344,59 @@ def test_every_call_is_a_route_and_every_body_validates_against_litellm_1_104(pl
     sent = [(MODELS[path], body) for method, path, body in platform.litellm.requests if method == "POST"]
     assert {name for name, _ in sent} == set(MODELS.values())
     calls = sorted({(method, path) for method, path, _ in platform.litellm.requests})
-    probe = subprocess.run(
-        [str(litellm_bin() / "python"), "-c", PINNED_PROBE],
-        input=json.dumps({"bodies": sent, "calls": calls}),
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        check=True,
+    assert pinned_litellm(PINNED_PROBE, sent, calls) == {"refused": [], "unknown": []}
+
+
+MODEL_PROBE = """
+import json, sys
+from litellm.proxy import proxy_server
+from litellm.proxy.health_endpoints import _health_endpoints
+from litellm.proxy.management_endpoints import model_management_endpoints
+from litellm.types import router
+from pydantic import ConfigDict, ValidationError
+
+sent = json.load(sys.stdin)
+refused = []
+for name, body in sent["bodies"]:
+    strict = type(name, (getattr(router, name),), {"model_config": ConfigDict(extra="forbid", protected_namespaces=())})
+    try:
+        strict.model_validate(body)
+    except ValidationError as error:
+        refused.append(f"{name}: {error}")
+    # LiteLLM_Params and ModelInfo take any key: every key sent must be one of their fields.
+    for part, model in (("litellm_params", router.LiteLLM_Params), ("model_info", router.ModelInfo)):
+        refused += [f"{name}.{part}.{k}" for k in body.get(part, {}) if k not in model.model_fields]
+routes = {
+    (method, route.path)
+    for module in (model_management_endpoints, proxy_server, _health_endpoints)
+    for route in module.router.routes
+    for method in getattr(route, "methods", ())
+}
+print(json.dumps({"refused": refused, "unknown": [c for c in sent["calls"] if tuple(c) not in routes]}))
+"""
+
+
+def test_models_are_added_then_updated_in_place_with_bodies_litellm_1_104_reads(platform: Platform) -> None:
+    """The pool's registration (the same script, a spec with models only): /model/new when the proxy does not
+    serve the id, PATCH /model/{id}/update when it does; no Kubernetes call (the Job has no token). Bodies:
+    router.Deployment (what /model/new reads, model_management_endpoints.py:2359-2362) and updateDeployment (the
+    PATCH, :1088-1095), strict, and every litellm_params/model_info key a field of LiteLLM_Params/ModelInfo."""
+    entry, *_ = litellm_models(
+        GpuPoolSpec(model_id="Qwen/Qwen3-8B", served_model_name="pool-q"), "inference-gateway"
     )
-    assert json.loads(probe.stdout.splitlines()[-1]) == {"refused": [], "unknown": []}
+    spec = {"models": [entry]}
+    first = platform.run(spec_body=spec)
+    assert first.returncode == 0, first.stderr
+    assert "model pool-q: added" in first.stdout
+    changed = copy.deepcopy(entry)
+    changed["litellm_params"]["api_base"] = "http://other-istio.inference-pool.svc.cluster.local:80/v1"
+    second = platform.run(spec_body={"models": [changed]})
+    assert second.returncode == 0, second.stderr
+    assert "model pool-q: updated" in second.stdout
+    assert platform.litellm.models == {entry["model_info"]["id"]: changed}
+    assert platform.kube.writes == []
+    names = {"/model/new": "Deployment", "/model/{model_id}/update": "updateDeployment"}
+    sent = [(names[path], body) for _, path, body in platform.litellm.requests if path in names]
+    assert {name for name, _ in sent} == set(names.values())
+    calls = sorted({(method, path.split("?")[0]) for method, path, _ in platform.litellm.requests})
+    assert pinned_litellm(MODEL_PROBE, sent, calls) == {"refused": [], "unknown": []}

@@ -1,14 +1,16 @@
-"""Give each platform tenant a LiteLLM team and a virtual key, written as a Secret in the tenant's namespace.
+"""Give each platform tenant a LiteLLM team and a virtual key, written as a Secret in the tenant's namespace, and
+register models (the elastic inference pool) with LiteLLM's model management API.
 
 Runs as a Kubernetes Job in the gateway's namespace (the master key never leaves it) on the pinned LiteLLM image,
-with its Python and the standard library only. Inputs: the JSON spec at ``SPEC_FILE`` (team and key bodies
+with its Python and the standard library only. Inputs: the JSON spec at ``SPEC_FILE`` (team, key and model bodies
 rendered at synth time by ``inference_tiers.k8s.tenant_keys``), ``LITELLM_URL``, ``LITELLM_MASTER_KEY`` (from a
-secretKeyRef) and the pod's service-account token for the Kubernetes API. No key is ever printed.
+secretKeyRef) and, with tenants, the pod's service-account token for the Kubernetes API. No key is ever printed.
 
 Idempotent: a tenant's team is created or updated; a working key (the Secret's, of the spec's generation) is
 updated in place, never rotated; otherwise the key with the tenant's alias is deleted and a new one written.
 Teams this provisioner made that are no longer in the spec are blocked: their keys stop working at once, their
-spend history stays.
+spend history stays. A model is updated in place when its id is already served, else added (stored in the
+database: every proxy replica loads it).
 """
 
 from __future__ import annotations
@@ -156,11 +158,20 @@ def block_removed(gateway: Gateway, managed_by: str, wanted: set[str]) -> list[s
     return removed
 
 
-def main() -> int:
-    with open(os.environ["SPEC_FILE"]) as file:
-        spec = json.load(file)
-    gateway = Gateway(os.environ["LITELLM_URL"], os.environ["LITELLM_MASTER_KEY"])
-    gateway.wait_ready(time.monotonic() + int(os.environ.get("READY_DEADLINE_SECONDS", "480")))
+def ensure_model(gateway: Gateway, model: dict[str, Any]) -> str:
+    """Update the model whose ``model_info.id`` the proxy already serves, else add it."""
+    model_id = model["model_info"]["id"]
+    query = urllib.parse.urlencode({"litellm_model_id": model_id})
+    # 400 "Model id = ... not found on litellm proxy" for an id the proxy does not serve.
+    status, _ = gateway.call("GET", f"/model/info?{query}", ok=(200, 400))
+    if status == 200:
+        gateway.call("PATCH", f"/model/{urllib.parse.quote(model_id, safe='')}/update", model)
+        return "updated"
+    gateway.call("POST", "/model/new", model)
+    return "added"
+
+
+def provision_tenants(gateway: Gateway, spec: dict[str, Any]) -> None:
     kube = Kubernetes()
     for tenant in spec["tenants"]:
         team = ensure_team(gateway, tenant["team"])
@@ -169,6 +180,17 @@ def main() -> int:
     wanted = {tenant["team"]["team_id"] for tenant in spec["tenants"]}
     for team_id in block_removed(gateway, spec["managed_by"], wanted):
         print(f"team {team_id}: blocked (tenant removed)", flush=True)
+
+
+def main() -> int:
+    with open(os.environ["SPEC_FILE"]) as file:
+        spec = json.load(file)
+    gateway = Gateway(os.environ["LITELLM_URL"], os.environ["LITELLM_MASTER_KEY"])
+    gateway.wait_ready(time.monotonic() + int(os.environ.get("READY_DEADLINE_SECONDS", "480")))
+    if "tenants" in spec:
+        provision_tenants(gateway, spec)
+    for model in spec.get("models", []):
+        print(f"model {model['model_name']}: {ensure_model(gateway, model)}", flush=True)
     return 0
 
 

@@ -21,13 +21,12 @@ from inference_tiers.constructs.eks.lora_reader import LoraAdapterReader
 from inference_tiers.k8s.disaggregated import (
     DEFAULT_GPU_NODE_LABELS,
     LOAD_BALANCER_PORT,
-    LORA_INIT_IMAGE,
     DisaggregatedWorkloadSpec,
     image_reference,
     render_namespace,
     render_workload,
 )
-from inference_tiers.k8s.inference_gateway_lora import LoraServing
+from inference_tiers.k8s.inference_gateway_lora import LORA_INIT_IMAGE, LoraServing
 from inference_tiers.validation import Args
 
 ASSETS = ASSETS_DIR / "disaggregated"

@@ -66,7 +66,8 @@ def _check_tolerations(tolerations: Sequence[Mapping[str, str]]) -> None:
 class GpuDevicePlugins(Construct):
     """Installs the EFA and NVIDIA device plugins into ``kube-system``.
 
-    Attributes: ``efa_device_plugin`` and ``nvidia_device_plugin`` (``aws_eks_v2.HelmChart``).
+    Attributes: ``efa_device_plugin`` (``aws_eks_v2.HelmChart``, None with ``efa=False``) and
+    ``nvidia_device_plugin`` (``aws_eks_v2.HelmChart``).
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class GpuDevicePlugins(Construct):
         tolerations: Sequence[Mapping[str, str]] = (GPU_TOLERATION,),
         efa_chart_version: str = EFA_DEVICE_PLUGIN_CHART_VERSION,
         nvidia_chart_version: str = NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+        efa: bool = True,
     ) -> None:
         """
         :param cluster: the cluster (with a kubectl provider).
@@ -85,25 +87,32 @@ class GpuDevicePlugins(Construct):
             Default: ``nvidia.com/gpu`` Exists NoSchedule.
         :param efa_chart_version: aws-efa-k8s-device-plugin chart version. Default: v0.5.30.
         :param nvidia_chart_version: nvidia-device-plugin chart version, 0.19.3 or later. Default: 0.19.3.
+        :param efa: install the EFA device plugin too. Default True; False for GPU nodes without EFA.
         """
         cluster = kubectl_cluster(_ARGS, "cluster", cluster)  # type: ignore[assignment]
         super().__init__(scope, construct_id)
         _version("efa_chart_version", efa_chart_version)
         _version("nvidia_chart_version", nvidia_chart_version, NVIDIA_DEVICE_PLUGIN_MINIMUM)
         _check_tolerations(tolerations)
+        _ARGS.boolean("efa", efa)
         toleration_values = [dict(t) for t in tolerations]
-        self.efa_device_plugin = eks.HelmChart(
-            self,
-            "EfaDevicePlugin",
-            cluster=as_cluster_ref(cluster),
-            chart="aws-efa-k8s-device-plugin",
-            repository="https://aws.github.io/eks-charts",
-            version=efa_chart_version,
-            namespace="kube-system",
-            values={"tolerations": toleration_values},
+        self.efa_device_plugin = (
+            eks.HelmChart(
+                self,
+                "EfaDevicePlugin",
+                cluster=as_cluster_ref(cluster),
+                chart="aws-efa-k8s-device-plugin",
+                repository="https://aws.github.io/eks-charts",
+                version=efa_chart_version,
+                namespace="kube-system",
+                values={"tolerations": toleration_values},
+            )
+            if efa
+            else None
         )
         """The ``aws-efa-k8s-device-plugin`` Helm chart in ``kube-system``, which makes the nodes advertise
-        ``vpc.amazonaws.com/efa``; make workloads that request EFA devices depend on it."""
+        ``vpc.amazonaws.com/efa`` (None with ``efa=False``); make workloads that request EFA devices depend on
+        it."""
         self.nvidia_device_plugin = eks.HelmChart(
             self,
             "NvidiaDevicePlugin",

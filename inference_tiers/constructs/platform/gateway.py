@@ -32,7 +32,7 @@ from inference_tiers.constructs.sandbox.identity import PodIdentityRole
 from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GATEWAY_NAMESPACE, GatewayEndpoint
 from inference_tiers.k8s.tenant_keys import gateway_network_policies
-from inference_tiers.litellm.config import LITELLM_VERSION, RouterOptions, render_config
+from inference_tiers.litellm.config import LITELLM_VERSION, ProxyFeatures, RouterOptions, render_config
 from inference_tiers.validation import Args
 
 FETCH_SCRIPT = ASSETS_DIR / "platform" / "fetch-litellm-chart.sh"
@@ -212,7 +212,8 @@ class PlatformGateway(Construct):
                 litellm_chart.gateway_endpoint(), vpc_cidr=vpc_cidr, alb_cidrs=albs, scraper_cidrs=scrapers
             ),
         )
-        """The proxy pods' NetworkPolicy: the proxy port from tenant namespaces, the key provisioner and
+        """The proxy pods' NetworkPolicy: the proxy port from tenant namespaces, the Jobs that call the management
+        API (label ``inference-tiers/litellm-admin``: the key provisioner, the model registration) and
         ``alb_cidrs``; the metrics port from ``scraper_cidrs``; egress to DNS, the VPC and the Pod Identity agent."""
         self.network_policy.node.add_dependency(self.objects)
 
@@ -222,7 +223,12 @@ class PlatformGateway(Construct):
             idle = min(4000, router.request_timeout_seconds + 60)
             balancer = litellm_chart.LoadBalancer(certificate_arn, idle)
         values = litellm_chart.chart_values(
-            render_config([m.render(self) for m in targets], router=router),
+            render_config(
+                [m.render(self) for m in targets],
+                router=router,
+                # The elastic pool (stage pool) is added through /model/new: see PlatformInferencePool.
+                features=ProxyFeatures(models_in_database=True),
+            ),
             state=litellm_chart.GatewayState(
                 database_host=self.database.host,
                 database_port=Token.as_string(self.database.cluster.cluster_endpoint.port),
