@@ -26,6 +26,7 @@ from typing import Any
 
 from inference_tiers import ASSETS_DIR
 from inference_tiers.config import ConfigError
+from inference_tiers.k8s.network_peers import pods_egress
 from inference_tiers.k8s.platform_names import (
     CORE_NODE_LABELS,
     TENANT_KEY_FIELD,
@@ -423,22 +424,10 @@ def gateway_network_policies(
                 },
                 _to_cidr(POD_IDENTITY_AGENT, 80),
                 *(
-                    [_to_pods(trace_collector.namespace, trace_collector.pod_labels, trace_collector.port)]
+                    [pods_egress(trace_collector.namespace, trace_collector.pod_labels, trace_collector.port)]
                     if trace_collector
                     else []
                 ),
             ],
         )
     ]
-
-
-def _to_pods(namespace: str, labels: Mapping[str, str], port: int) -> dict[str, Any]:
-    return {
-        "to": [
-            {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "podSelector": {"matchLabels": dict(labels)},
-            }
-        ],
-        "ports": [{"protocol": "TCP", "port": port}],
-    }
