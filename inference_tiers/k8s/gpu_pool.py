@@ -50,6 +50,7 @@ from inference_tiers.k8s.inference_gateway_settings import (
     lora_adapter,
     pool_scaling,
 )
+from inference_tiers.k8s.network_peers import pods_egress
 from inference_tiers.k8s.platform_names import GatewayEndpoint
 from inference_tiers.k8s.sandbox_nodes import NODE_POOL_LABEL
 from inference_tiers.validation import Args, ArgumentError
@@ -437,19 +438,7 @@ def pool_network_policies(
             "spec": {
                 "podSelector": {"matchLabels": dict(litellm.pod_labels)},
                 "policyTypes": ["Egress"],
-                "egress": [
-                    {
-                        "to": [
-                            {
-                                "namespaceSelector": {
-                                    "matchLabels": {"kubernetes.io/metadata.name": spec.namespace}
-                                },
-                                "podSelector": {"matchLabels": gateway_pods},
-                            }
-                        ],
-                        "ports": [{"protocol": "TCP", "port": GATEWAY_PORT}],
-                    }
-                ],
+                "egress": [pods_egress(spec.namespace, gateway_pods, GATEWAY_PORT)],
             },
         },
     ]

@@ -28,6 +28,7 @@ from inference_tiers.litellm.config import (
     LITELLM_VERSION,
     PORT,
     proxy_environment,
+    tracing_environment,
 )
 from inference_tiers.validation import Args
 
@@ -177,9 +178,12 @@ def _spread(labels: Mapping[str, str]) -> list[dict[str, Any]]:
     ]
 
 
-def _environment(proxy_config_text: str, balancer: LoadBalancer | None) -> list[dict[str, str]]:
+def _environment(
+    proxy_config_text: str, balancer: LoadBalancer | None, trace_endpoint: str | None
+) -> list[dict[str, str]]:
     """The proxy's plain environment: the gateway tier's (less the inline configuration, which the chart mounts
-    as a file, and the log level, which the chart sets), TLS to Valkey, and the keep-alive above the ALB's."""
+    as a file, and the log level, which the chart sets), TLS to Valkey, the keep-alive above the ALB's, and the
+    trace exporter's (the gateway tier's ``tracing_environment``)."""
     plain = {
         name: value
         for name, value in proxy_environment(proxy_config_text).items()
@@ -188,6 +192,8 @@ def _environment(proxy_config_text: str, balancer: LoadBalancer | None) -> list[
     plain["REDIS_SSL"] = "True"
     if balancer is not None:
         plain["KEEPALIVE_TIMEOUT"] = str(keepalive_timeout(balancer.idle_timeout_seconds))
+    if trace_endpoint is not None:
+        plain.update(tracing_environment(trace_endpoint))
     return [{"name": name, "value": value} for name, value in plain.items()]
 
 
@@ -238,6 +244,7 @@ def chart_values(
     node_selector: Mapping[str, str],
     secret_provider_class: str,
     load_balancer: LoadBalancer | None = None,
+    trace_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """The chart's values for the proxy configuration ``proxy_config`` (``render_config``'s output).
 
@@ -247,6 +254,8 @@ def chart_values(
     :param node_selector: where the proxy and its migration Job run.
     :param secret_provider_class: the SecretProviderClass whose volume syncs :data:`STATE_SECRET`.
     :param load_balancer: the internal ALB; None for in-cluster clients only.
+    :param trace_endpoint: the OTLP/HTTP base URL the proxy exports spans to (with ``proxy_config`` rendered
+        with ``ProxyFeatures(tracing=True)``); None: no traces.
     """
     args = Args("chart_values")
     args.instance("state", state, GatewayState)
@@ -310,7 +319,7 @@ def chart_values(
         },
         "gateway": {
             "logLevel": "WARNING",
-            "extraEnv": _environment(json.dumps(config), load_balancer),
+            "extraEnv": _environment(json.dumps(config), load_balancer, trace_endpoint),
             "volumes": [csi_volume],
             "volumeMounts": [csi_mount],
             "config": {"create": True, "proxy_config": config},

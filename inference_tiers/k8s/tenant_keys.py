@@ -26,6 +26,7 @@ from typing import Any
 
 from inference_tiers import ASSETS_DIR
 from inference_tiers.config import ConfigError
+from inference_tiers.k8s.network_peers import pods_egress
 from inference_tiers.k8s.platform_names import (
     CORE_NODE_LABELS,
     TENANT_KEY_FIELD,
@@ -39,6 +40,7 @@ from inference_tiers.k8s.sandbox_tenancy import (
     dns_egress_rule,
     gateway_pods_egress,
 )
+from inference_tiers.k8s.trace_collector import TraceCollector
 from inference_tiers.validation import Args, ArgumentError
 
 Manifest = dict[str, Any]
@@ -372,7 +374,12 @@ def _policy(
 
 
 def gateway_network_policies(
-    gateway: GatewayEndpoint, *, vpc_cidr: str, alb_cidrs: Sequence[str], scraper_cidrs: Sequence[str]
+    gateway: GatewayEndpoint,
+    *,
+    vpc_cidr: str,
+    alb_cidrs: Sequence[str],
+    scraper_cidrs: Sequence[str],
+    trace_collector: TraceCollector | None = None,
 ) -> list[Manifest]:
     """The proxy pods' NetworkPolicy: who may call them and what they may call (trap 8: the Pod Identity agent).
 
@@ -416,6 +423,11 @@ def gateway_network_policies(
                     "ports": [{"protocol": "TCP", "port": port} for port in (5432, 6379, 443)],
                 },
                 _to_cidr(POD_IDENTITY_AGENT, 80),
+                *(
+                    [pods_egress(trace_collector.namespace, trace_collector.pod_labels, trace_collector.port)]
+                    if trace_collector
+                    else []
+                ),
             ],
         )
     ]

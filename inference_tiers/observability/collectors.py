@@ -47,6 +47,16 @@ OTLP_GRPC = "127.0.0.1:4317"
 OTLP_HTTP = "127.0.0.1:4318"
 
 
+def named_port_job(job_name: str, app_name: str, port_names: tuple[str, ...]) -> dict[str, Any]:
+    """A job scraping the pods labelled ``app.kubernetes.io/name=<app_name>`` on a container port of those names
+    (plain HTTP ``/metrics``), with their namespace, pod and node as labels."""
+    return {
+        "job_name": job_name,
+        "kubernetes_sd_configs": [{"role": "pod"}],
+        "relabel_configs": [_keep_named_port(app_name, port_names), *POD_LABELS],
+    }
+
+
 def _keep_named_port(app_name: str, port_names: tuple[str, ...]) -> dict[str, Any]:
     """Keep only the pods labelled ``app.kubernetes.io/name=<app_name>``, on a container port of those names."""
     return {
@@ -136,19 +146,8 @@ def eks_scrape_config(
                 "kubernetes_sd_configs": [{"role": "pod"}],
                 "relabel_configs": [_keep_port(NODE_EXPORTER_PORT), *POD_LABELS],
             },
-            {
-                "job_name": "keda-operator",
-                "kubernetes_sd_configs": [{"role": "pod"}],
-                "relabel_configs": [_keep_named_port(KEDA_OPERATOR, (KEDA_METRICS_PORT_NAME,)), *POD_LABELS],
-            },
-            {
-                "job_name": KUBE_STATE_METRICS,
-                "kubernetes_sd_configs": [{"role": "pod"}],
-                "relabel_configs": [
-                    _keep_named_port(KUBE_STATE_METRICS, KUBE_STATE_METRICS_PORT_NAMES),
-                    *POD_LABELS,
-                ],
-            },
+            named_port_job("keda-operator", KEDA_OPERATOR, (KEDA_METRICS_PORT_NAME,)),
+            named_port_job(KUBE_STATE_METRICS, KUBE_STATE_METRICS, KUBE_STATE_METRICS_PORT_NAMES),
             *extra_jobs,
         ],
     }
@@ -183,25 +182,44 @@ def ecs_collector_config(
             "metrics_key_prefix", metrics_key_prefix, pattern=r"[A-Za-z0-9_-]*", min_length=0, max_length=16
         )
         job["authorization"] = {"type": "Bearer", "credentials": f"{prefix}${{env:{METRICS_KEY_ENV}}}"}
+    traces = trace_collector_config(region, grpc=OTLP_GRPC, http=OTLP_HTTP, detectors=("env", "ecs"))
     return {
-        "extensions": {"sigv4auth": {"region": region, "service": "aps"}, "health_check": {}},
-        "receivers": {
-            "prometheus": {"config": {"scrape_configs": [job]}},
-            "otlp": {"protocols": {"grpc": {"endpoint": OTLP_GRPC}, "http": {"endpoint": OTLP_HTTP}}},
-        },
-        "processors": {"batch": {}, "resourcedetection": {"detectors": ["env", "ecs"]}},
+        "extensions": {"sigv4auth": {"region": region, "service": "aps"}, **traces["extensions"]},
+        "receivers": {"prometheus": {"config": {"scrape_configs": [job]}}, **traces["receivers"]},
+        "processors": traces["processors"],
         "exporters": {
             "prometheusremotewrite": {"endpoint": remote_write_url, "auth": {"authenticator": "sigv4auth"}},
-            "awsxray": {"region": region},
+            **traces["exporters"],
         },
         "service": {
-            "extensions": ["sigv4auth", "health_check"],
+            "extensions": ["sigv4auth", *traces["service"]["extensions"]],
             "pipelines": {
                 "metrics": {
                     "receivers": ["prometheus"],
                     "processors": ["resourcedetection", "batch"],
                     "exporters": ["prometheusremotewrite"],
                 },
+                **traces["service"]["pipelines"],
+            },
+        },
+    }
+
+
+def trace_collector_config(
+    region: str, *, grpc: str, http: str, detectors: Sequence[str] = ("env",)
+) -> dict[str, Any]:
+    """An ADOT collector configuration that receives OTLP spans on ``grpc`` and ``http`` (``host:port``) and
+    exports them to AWS X-Ray in ``region``: the ECS sidecar's trace pipeline (:func:`ecs_collector_config`),
+    and the whole of the platform's in-cluster collector (``detectors``: resource detectors; ``env`` only where
+    the instance metadata service is out of reach, as from pods with IMDSv2 hop limit 1)."""
+    return {
+        "extensions": {"health_check": {}},
+        "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": grpc}, "http": {"endpoint": http}}}},
+        "processors": {"batch": {}, "resourcedetection": {"detectors": list(detectors)}},
+        "exporters": {"awsxray": {"region": region}},
+        "service": {
+            "extensions": ["health_check"],
+            "pipelines": {
                 "traces": {
                     "receivers": ["otlp"],
                     "processors": ["resourcedetection", "batch"],

@@ -50,6 +50,7 @@ from inference_tiers.constructs.eks.cluster import (
 )
 from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters
 from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
+from inference_tiers.constructs.observability import ADOT_IMAGE
 from inference_tiers.constructs.platform.gateway import CERTIFICATE_ARN, PlatformGateway
 from inference_tiers.constructs.platform.observability import PlatformObservability
 from inference_tiers.constructs.platform.pool import PlatformInferencePool, amp_metrics
@@ -59,6 +60,7 @@ from inference_tiers.k8s.gpu_pool import GpuPoolSpec, parse_pool
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.k8s.sandbox_tenancy import TENANT_NAME_PATTERN
 from inference_tiers.k8s.tenant_keys import TenantModelAccess, parse_model_access
+from inference_tiers.k8s.trace_collector import TraceCollector
 from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.stacks.agent_sandbox import CORE_INSTANCE_TYPE, Sandboxes, SandboxSettings
 from inference_tiers.stacks.gateway_models import GatewayModelSettings, gateway_models
@@ -110,6 +112,10 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
     )
     grafana: bool = setting(
         boolean(), "run Grafana on the core nodes (AMP data source, the project's dashboards)"
+    )
+    traces: bool = setting(
+        boolean(),
+        "export the gateway's spans to AWS X-Ray through an OpenTelemetry collector (ADOT) on the core nodes",
     )
     alarm_email: str | None = setting(
         optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
@@ -181,6 +187,8 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
     def account_requirements(self) -> AccountRequirements:
         litellm = ImageNeed(LITELLM_IMAGE, "inference_tiers.litellm.config:LITELLM_IMAGE")
         images = self.sandbox_images(litellm) if self.reaches("tenants") else (litellm,)
+        if self.traces:
+            images += (ImageNeed(ADOT_IMAGE, "inference_tiers.constructs.observability:ADOT_IMAGE"),)
         instances = [InstanceNeed("ec2", self.core_instance_type, self.core_nodes)]
         if self.reaches("pool"):
             images += (ImageNeed(self.pool.vllm_image, "inference_tiers.k8s.gpu_pool:VLLM_IMAGE"),)
@@ -240,6 +248,7 @@ class PlatformStack(Stack):
             replicas=settings.gateway_replicas,
             max_replicas=settings.gateway_max_replicas,
             chart_directory=Path(settings.litellm_chart_dir) if settings.litellm_chart_dir else None,
+            trace_collector=TraceCollector() if settings.traces else None,
         )
         # Every chart waits for its pods, which only the core nodes run.
         for chart in (self.gateway.chart, self.gateway.secrets_store):
@@ -252,6 +261,7 @@ class PlatformStack(Stack):
             gateway=self.gateway.endpoint,
             alarm_email=settings.alarm_email,
             grafana=settings.grafana,
+            traces=settings.traces,
         )
         if self.observability.grafana is not None:
             self.observability.grafana.node.add_dependency(core)

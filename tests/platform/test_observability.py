@@ -19,7 +19,7 @@ from inference_tiers.constructs.platform.observability import PlatformObservabil
 from inference_tiers.k8s.platform_names import GATEWAY_NAMESPACE, GatewayEndpoint
 from inference_tiers.nag import InferenceChecks
 from inference_tiers.observability import collectors
-from inference_tiers.observability.platform_scrape import GATEWAY_JOB, gateway_metrics_job
+from inference_tiers.observability.platform_scrape import GATEWAY_JOB, controller_jobs, gateway_metrics_job
 from tests.harness import cfn_lint_errors, nag_findings
 from tests.misuse import assert_refused
 from tests.observability.relabel import kept
@@ -103,7 +103,9 @@ def test_scraper_reads_the_platform_cluster_into_the_hub_workspace(
 
 
 def test_promtool_accepts_the_platform_scrape_config(tmp_path: Path) -> None:
-    config = collectors.eks_scrape_config("platform", extra_jobs=[gateway_metrics_job(GATEWAY)])
+    config = collectors.eks_scrape_config(
+        "platform", extra_jobs=[gateway_metrics_job(GATEWAY), *controller_jobs()]
+    )
     path = tmp_path / "scrape.yaml"
     path.write_text(collectors.to_yaml(_static(config)))
     result = run("promtool", "check", "config", path)
@@ -137,3 +139,40 @@ def test_refuses_misuse_naming_the_parameter(tmp_path: Path, param: str, value: 
         param,
         match,
     )
+
+
+def _pod(app: str, port_name: str, port: int) -> dict[str, str]:
+    """The labels Prometheus's pod discovery gives one declared container port of a pod."""
+    return {
+        "__address__": f"10.0.2.9:{port}",
+        "__meta_kubernetes_namespace": "kube-system",
+        "__meta_kubernetes_pod_name": f"{app}-0",
+        "__meta_kubernetes_pod_label_app_kubernetes_io_name": app,
+        "__meta_kubernetes_pod_container_port_name": port_name,
+        "__meta_kubernetes_pod_container_port_number": str(port),
+    }
+
+
+@pytest.mark.parametrize(
+    ("job", "app", "metrics", "others"),
+    [
+        # Karpenter v1.14.1's chart: http-metrics 8080, http 8081 (health probes), webhook ports off in v1.
+        ("karpenter", "karpenter", ("http-metrics", 8080), [("http", 8081)]),
+        # agent-sandbox v0.5.6's chart: metrics 8080, healthz 8081, webhook 9443.
+        (
+            "agent-sandbox-controller",
+            "agent-sandbox",
+            ("metrics", 8080),
+            [("healthz", 8081), ("webhook", 9443)],
+        ),
+    ],
+)
+def test_controllers_are_scraped_on_their_metrics_port_only(
+    template: dict[str, Any], job: str, app: str, metrics: tuple[str, int], others: list[tuple[str, int]]
+) -> None:
+    jobs = {j["job_name"]: j for j in _scrape_config(template)["scrape_configs"]}
+    relabel = jobs[job]["relabel_configs"]
+    assert kept(relabel, _pod(app, *metrics))
+    for other in others:
+        assert not kept(relabel, _pod(app, *other))
+    assert not kept(relabel, _pod("some-other-app", *metrics))

@@ -370,31 +370,7 @@ class ObservabilityHub(Construct):
             "no secret, and ADOT reads its configuration from that variable",
         )
         self.grant_remote_write(task_definition.task_role)
-        # A policy of its own, so the Resource-* acknowledgment covers these X-Ray actions and nothing else the
-        # task role may hold.
-        xray = iam.Policy(
-            task_definition,
-            "OtelCollectorXRay",
-            statements=[
-                iam.PolicyStatement(
-                    sid="XRayTraces",
-                    actions=[
-                        "xray:PutTraceSegments",
-                        "xray:PutTelemetryRecords",
-                        "xray:GetSamplingRules",
-                        "xray:GetSamplingTargets",
-                    ],
-                    resources=["*"],
-                )
-            ],
-        )
-        xray.attach_to_role(task_definition.task_role)
-        acknowledge(
-            xray,
-            "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray's PutTraceSegments, PutTelemetryRecords and sampling actions support no resource-level "
-            "permissions (Service Authorization Reference: resource types none), so they take Resource *",
-        )
+        grant_trace_export(task_definition, "OtelCollectorXRay", task_definition.task_role)
         return container
 
     # -- Grafana --------------------------------------------------------------------------------------------
@@ -465,6 +441,36 @@ class ObservabilityHub(Construct):
         )
         self.grafana_role = role
         return workspace
+
+
+def grant_trace_export(scope: Construct, construct_id: str, role: iam.IRole) -> iam.Policy:
+    """Lets ``role`` send spans to AWS X-Ray (what an OpenTelemetry collector's ``awsxray`` exporter calls), in a
+    policy of its own, so that the Resource-* acknowledgment covers these X-Ray actions and nothing else the role
+    may hold."""
+    xray = iam.Policy(
+        scope,
+        construct_id,
+        statements=[
+            iam.PolicyStatement(
+                sid="XRayTraces",
+                actions=[
+                    "xray:PutTraceSegments",
+                    "xray:PutTelemetryRecords",
+                    "xray:GetSamplingRules",
+                    "xray:GetSamplingTargets",
+                ],
+                resources=["*"],
+            )
+        ],
+    )
+    xray.attach_to_role(role)
+    acknowledge(
+        xray,
+        "AwsSolutions-IAM5[Resource::*]",
+        "X-Ray's PutTraceSegments, PutTelemetryRecords and sampling actions support no resource-level "
+        "permissions (Service Authorization Reference: resource types none), so they take Resource *",
+    )
+    return xray
 
 
 def _sub_literally(text: str) -> str:

@@ -32,6 +32,7 @@ from inference_tiers.constructs.sandbox.identity import PodIdentityRole
 from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GATEWAY_NAMESPACE, GatewayEndpoint
 from inference_tiers.k8s.tenant_keys import gateway_network_policies
+from inference_tiers.k8s.trace_collector import TraceCollector
 from inference_tiers.litellm.config import LITELLM_VERSION, ProxyFeatures, RouterOptions, render_config
 from inference_tiers.validation import Args
 
@@ -74,6 +75,7 @@ class PlatformGateway(Construct):
         alb_cidrs: Sequence[str] | None = None,
         scraper_cidrs: Sequence[str] | None = None,
         install_secrets_store: bool = True,
+        trace_collector: TraceCollector | None = None,
     ) -> None:
         """
         :param cluster: the platform's EKS cluster (with a kubectl provider).
@@ -95,6 +97,9 @@ class PlatformGateway(Construct):
         :param install_secrets_store: install the Secrets Store CSI driver and its AWS provider (chart
             ``secrets-store-csi-driver-provider-aws`` 3.1.1 in ``kube-system``, secret sync and rotation on).
             False when the cluster has them already, with ``syncSecret.enabled`` and rotation. Default: True.
+        :param trace_collector: an OpenTelemetry collector in the cluster (``PlatformObservability(traces=True)``
+            runs one: :class:`~inference_tiers.k8s.trace_collector.TraceCollector`): the proxy exports its spans
+            there over OTLP/HTTP and forwards the client's ``traceparent`` to the models. Default: none.
         """
         super().__init__(scope, construct_id)
         args = Args("PlatformGateway")
@@ -122,6 +127,8 @@ class PlatformGateway(Construct):
         if encryption_key is not None:
             args.implements("encryption_key", encryption_key, kms.IKey)
         args.boolean("install_secrets_store", install_secrets_store)
+        if trace_collector is not None:
+            args.instance("trace_collector", trace_collector, TraceCollector)
         vpc_cidr = vpc.vpc_cidr_block
         albs = args.sequence("alb_cidrs", alb_cidrs or [vpc_cidr], _cidr(args), min_items=1, max_items=16)
         scrapers = args.sequence(
@@ -209,12 +216,17 @@ class PlatformGateway(Construct):
             "NetworkPolicy",
             cluster=as_cluster_ref(cluster),
             manifest=gateway_network_policies(
-                litellm_chart.gateway_endpoint(), vpc_cidr=vpc_cidr, alb_cidrs=albs, scraper_cidrs=scrapers
+                litellm_chart.gateway_endpoint(),
+                vpc_cidr=vpc_cidr,
+                alb_cidrs=albs,
+                scraper_cidrs=scrapers,
+                trace_collector=trace_collector,
             ),
         )
         """The proxy pods' NetworkPolicy: the proxy port from tenant namespaces, the Jobs that call the management
         API (label ``inference-tiers/litellm-admin``: the key provisioner, the model registration) and
-        ``alb_cidrs``; the metrics port from ``scraper_cidrs``; egress to DNS, the VPC and the Pod Identity agent."""
+        ``alb_cidrs``; the metrics port from ``scraper_cidrs``; egress to DNS, the VPC, the Pod Identity agent and the
+        trace collector's OTLP port."""
         self.network_policy.node.add_dependency(self.objects)
 
         balancer = None
@@ -227,7 +239,7 @@ class PlatformGateway(Construct):
                 [m.render(self) for m in targets],
                 router=router,
                 # The elastic pool (stage pool) is added through /model/new: see PlatformInferencePool.
-                features=ProxyFeatures(models_in_database=True),
+                features=ProxyFeatures(models_in_database=True, tracing=trace_collector is not None),
             ),
             state=litellm_chart.GatewayState(
                 database_host=self.database.host,
@@ -241,6 +253,7 @@ class PlatformGateway(Construct):
             node_selector=node_selector,
             secret_provider_class=SECRET_PROVIDER_CLASS,
             load_balancer=balancer,
+            trace_endpoint=trace_collector.endpoint if trace_collector else None,
         )
 
         self.fetched = chart_directory is not None

@@ -7,6 +7,8 @@ and the shared jobs: annotated pods such as vLLM, DCGM and node exporters, KEDA,
 the gateway's metrics Service (:func:`~inference_tiers.observability.platform_scrape.gateway_metrics_job`). Grafana
 runs on the core nodes from the community chart (:mod:`inference_tiers.k8s.grafana_chart`), reading the workspace
 with an IRSA role that may only query it, with the project's dashboards and the per-tenant board provisioned.
+With ``traces``, an OpenTelemetry collector (ADOT) on the core nodes receives the gateway's spans and exports them
+to AWS X-Ray (:mod:`inference_tiers.k8s.trace_collector`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
-from inference_tiers.constructs.observability import ObservabilityHub
-from inference_tiers.k8s import grafana_chart
+from inference_tiers.constructs.observability import ADOT_IMAGE, ObservabilityHub
+from inference_tiers.constructs.observability.hub import grant_trace_export
+from inference_tiers.constructs.sandbox.identity import PodIdentityRole
+from inference_tiers.k8s import grafana_chart, trace_collector
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GatewayEndpoint
 from inference_tiers.observability.dashboards import all_dashboards
-from inference_tiers.observability.platform_scrape import gateway_metrics_job
+from inference_tiers.observability.platform_scrape import controller_jobs, gateway_metrics_job
 from inference_tiers.validation import Args
 
 
@@ -41,10 +45,15 @@ class PlatformObservability(Construct):
     :param grafana: run Grafana on the cluster (needs a kubectl provider and the cluster's OIDC provider for
         IRSA; the plugin is downloaded from grafana.com at start, through the VPC's NAT). Default: True.
     :param node_selector: where Grafana runs. Default: the core nodes.
+    :param traces: run the trace collector (namespace ``otel``, Service ``otel-collector``, OTLP/HTTP on 4318)
+        that exports to AWS X-Ray with an EKS Pod Identity role (the cluster needs the Pod Identity agent);
+        point the gateway at it (``PlatformGateway(trace_collector=...)``). Default: False.
+    :param collector_image: the ADOT collector image. Default: :data:`ADOT_IMAGE`.
 
     Attributes: ``hub`` (the :class:`~inference_tiers.constructs.observability.ObservabilityHub`),
     ``scraper`` (its ``aps.CfnScraper`` for ``cluster``), ``grafana_identity`` (the IRSA ``ServiceAccount``) and
-    ``grafana`` (the ``HelmChart``); both None without Grafana.
+    ``grafana`` (the ``HelmChart``); both None without Grafana; ``trace_collector`` (the ``KubernetesManifest``)
+    and ``trace_identity`` (its ``PodIdentityRole``), both None without traces.
     """
 
     def __init__(
@@ -58,11 +67,20 @@ class PlatformObservability(Construct):
         alarm_email: str | None = None,
         grafana: bool = True,
         node_selector: Mapping[str, str] = CORE_NODE_LABELS,
+        traces: bool = False,
+        collector_image: str = ADOT_IMAGE,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("PlatformObservability")
         args.implements("cluster", cluster, eks.ICluster)
         args.boolean("grafana", grafana)
+        args.boolean("traces", traces)
+        args.text(
+            "collector_image",
+            collector_image,
+            pattern=r"\S+(:[^\s:@]+|@sha256:[0-9a-f]{64})",
+            allow_token=False,
+        )
         if grafana:
             kubectl_cluster(args, "cluster", cluster)
             args.mapping("node_selector", node_selector, lambda name, value: args.text(name, value))
@@ -81,7 +99,7 @@ class PlatformObservability(Construct):
             security_group_ids=[cluster.cluster_security_group_id],
             cluster_label=cluster.cluster_name,
             cluster=cluster,
-            extra_jobs=[gateway_metrics_job(gateway)],
+            extra_jobs=[gateway_metrics_job(gateway), *controller_jobs()],
         )
         """The AMP managed scraper of ``cluster`` (``aps.CfnScraper``)."""
         self.grafana_identity: eks.ServiceAccount | None = None
@@ -90,6 +108,31 @@ class PlatformObservability(Construct):
         """The Grafana ``HelmChart``; None without Grafana."""
         if grafana:
             self._add_grafana(cluster, node_selector)
+        self.trace_identity: PodIdentityRole | None = None
+        """The trace collector's EKS Pod Identity role (X-Ray writes only); None without traces."""
+        self.trace_collector: eks.KubernetesManifest | None = None
+        """The trace collector's objects (:func:`~inference_tiers.k8s.trace_collector.collector_objects`)."""
+        if traces:
+            self._add_trace_collector(cluster, gateway, collector_image)
+
+    def _add_trace_collector(self, cluster: eks.ICluster, gateway: GatewayEndpoint, image: str) -> None:
+        self.trace_collector = eks.KubernetesManifest(
+            self,
+            "TraceCollector",
+            cluster=cluster,
+            manifest=trace_collector.collector_objects(Stack.of(self).region, image=image, clients=gateway),
+        )
+        self.trace_identity = PodIdentityRole(
+            self,
+            "TraceIdentity",
+            cluster=cluster,
+            namespace=trace_collector.NAMESPACE,
+            service_account=trace_collector.SERVICE_ACCOUNT,
+            description="Platform trace collector: sends the gateway's spans to AWS X-Ray (EKS Pod Identity)",
+        )
+        grant_trace_export(self.trace_identity, "TraceExport", self.trace_identity.role)
+        # The pods' first credentials come from the association.
+        self.trace_collector.node.add_dependency(self.trace_identity)
 
     def _add_grafana(self, cluster: eks.ICluster, node_selector: Mapping[str, str]) -> None:
         namespace = eks.KubernetesManifest(
