@@ -444,16 +444,10 @@ def pool_network_policies(
     ]
 
 
-def gateway_service_url(spec: GpuPoolSpec, gateway_name: str) -> str:
-    """The OpenAI-compatible base URL of the pool's gateway inside the cluster: Istio names the Service it
-    deploys for a Gateway ``<gateway>-istio`` (the same rule ``InferenceGateway.load_balancer`` reads)."""
-    return f"http://{gateway_name}-istio.{spec.namespace}.svc.cluster.local:{GATEWAY_PORT}/v1"
-
-
-def litellm_models(spec: GpuPoolSpec, gateway_name: str) -> list[dict[str, Any]]:
+def litellm_models(spec: GpuPoolSpec, base_url: str) -> list[dict[str, Any]]:
     """The pool as LiteLLM models, one per served name (the model, each LoRA adapter: the request's ``model``
     picks the adapter in vLLM and the Endpoint Picker), each a body of LiteLLM 1.104.0's ``Deployment`` (what
-    ``/model/new`` reads): the served name through the pool's gateway, ``hosted_vllm/`` as for the project's other OpenAI-compatible
+    ``/model/new`` reads): the served name through the pool's gateway at ``base_url`` (its ``/v1``), ``hosted_vllm/`` as for the project's other OpenAI-compatible
     models. vLLM runs without ``--api-key`` (only the gateway may reach it), so the key sent is a placeholder;
     sent at all because, without one, LiteLLM has sent other environment keys (litellm#50218). The id (which
     ``/model/{id}/update`` addresses) is also its ``base_model``: a name no cost-map key has, so a call is priced
@@ -463,7 +457,7 @@ def litellm_models(spec: GpuPoolSpec, gateway_name: str) -> list[dict[str, Any]]
             "model_name": name,
             "litellm_params": {
                 "model": f"hosted_vllm/{name}",
-                "api_base": gateway_service_url(spec, gateway_name),
+                "api_base": base_url,
                 "api_key": "no-key",
             },
             "model_info": {"id": f"{name}#pool", "base_model": f"{name}#pool"},

@@ -103,6 +103,9 @@ LOAD_BALANCER_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,30}[A-Za-z0-9])?")
 # Read by the AWS Load Balancer Controller only (kubernetes-sigs.github.io/aws-load-balancer-controller, Service
 # annotations); the in-tree cloud provider ignores it.
 LOAD_BALANCER_NAME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-name"
+# Istio 1.30's Gateway auto-deployment gives the generated Service this type (istio/api 1.30.1
+# annotation/annotations.yaml:567-574): ClusterIP for a gateway only in-cluster clients use.
+SERVICE_TYPE_ANNOTATION = "networking.istio.io/service-type"
 LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -482,6 +485,8 @@ class GatewaySpec:
     :param load_balancer_name: the NLB's name (the AWS Load Balancer Controller's
         ``service.beta.kubernetes.io/aws-load-balancer-name``), for a CloudWatch metric of that NLB to name it;
         1-32 letters, digits and '-', unique per Region and account. Default None: the controller names it.
+    :param load_balancer: an internal NLB for clients in the VPC (``allowed_cidrs``). False: a ClusterIP
+        Service only, for in-cluster clients (``allowed_cidrs`` and ``load_balancer_name`` unused). Default True.
     """
 
     name: str
@@ -489,13 +494,20 @@ class GatewaySpec:
     allowed_cidrs: Sequence[str]
     request_timeout_seconds: int = 600
     load_balancer_name: str | None = None
+    load_balancer: bool = True
 
     def __post_init__(self) -> None:
         args = Args("GatewaySpec")
+        args.boolean("load_balancer", self.load_balancer)
         args.text("name", self.name, pattern=DNS_LABEL.pattern, allow_token=False)
         args.text("namespace", self.namespace, pattern=DNS_LABEL.pattern, allow_token=False)
         if not is_token(self.allowed_cidrs):
-            args.sequence("allowed_cidrs", self.allowed_cidrs, lambda n, v: args.text(n, v), min_items=1)
+            args.sequence(
+                "allowed_cidrs",
+                self.allowed_cidrs,
+                lambda n, v: args.text(n, v),
+                min_items=1 if self.load_balancer else 0,
+            )
         args.integer("request_timeout_seconds", self.request_timeout_seconds, minimum=1, maximum=3600)
         if self.load_balancer_name is not None:
             name = args.text(
@@ -513,7 +525,25 @@ class GatewaySpec:
 
 
 def render_gateway(spec: GatewaySpec) -> Manifest:
-    """An Istio Gateway; Istio deploys its proxy with a LoadBalancer Service carrying these annotations."""
+    """An Istio Gateway; Istio deploys its proxy with a LoadBalancer Service carrying these annotations, or, with
+    ``load_balancer=False``, a ClusterIP Service (no load balancer at all)."""
+    listeners = [
+        {
+            "name": "http",
+            "protocol": "HTTP",
+            "port": GATEWAY_PORT,
+            "allowedRoutes": {"namespaces": {"from": "Same"}},
+        }
+    ]
+    if not spec.load_balancer:
+        meta = metadata(spec.name, spec.namespace)
+        meta["annotations"] = {SERVICE_TYPE_ANNOTATION: "ClusterIP"}
+        return {
+            "apiVersion": GATEWAY_API,
+            "kind": "Gateway",
+            "metadata": meta,
+            "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners},
+        }
     cidrs = spec.allowed_cidrs if is_token(spec.allowed_cidrs) else ",".join(spec.allowed_cidrs)
     return {
         "apiVersion": GATEWAY_API,
@@ -536,14 +566,7 @@ def render_gateway(spec: GatewaySpec) -> Manifest:
                     ),
                 }
             },
-            "listeners": [
-                {
-                    "name": "http",
-                    "protocol": "HTTP",
-                    "port": GATEWAY_PORT,
-                    "allowedRoutes": {"namespaces": {"from": "Same"}},
-                }
-            ],
+            "listeners": listeners,
         },
     }
 

@@ -124,6 +124,21 @@ def test_an_existing_keda_is_reused(tmp_path: Path) -> None:
     assert "keda" not in charts and {"base", "istiod"} <= set(charts)
 
 
+def test_an_in_cluster_gateway_has_no_load_balancer(tmp_path: Path) -> None:
+    stack = cdk.Stack(_app(tmp_path), "InCluster")
+    gateway = InferenceGateway(
+        stack,
+        "Gateway",
+        cluster=make_cluster(stack),
+        namespace="models",
+        backend=POOL,
+        internal_load_balancer=False,
+    )
+    assert gateway.load_balancer is None
+    assert gateway.endpoint == "http://inference-gateway-istio.models.svc.cluster.local:80"
+    assert not Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-KubernetesObjectValue")
+
+
 @pytest.mark.parametrize(
     ("overrides", "param"),
     [
@@ -131,6 +146,8 @@ def test_an_existing_keda_is_reused(tmp_path: Path) -> None:
         ({"scaled_targets": [TARGET], "metrics": None}, "metrics"),
         ({"pools": [POOL], "namespace": "other", "backend": ServiceBackend("r", 80)}, "pools[0].namespace"),
         ({"install_keda": "yes"}, "install_keda"),
+        ({"internal_load_balancer": False, "allowed_cidrs": ["10.0.0.0/16"]}, "allowed_cidrs"),
+        ({"internal_load_balancer": False, "load_balancer_name": "gw"}, "load_balancer_name"),
     ],
 )
 def test_misuse_names_the_parameter(tmp_path: Path, overrides: dict[str, Any], param: str) -> None:

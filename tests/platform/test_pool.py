@@ -12,7 +12,6 @@ name and the ``api_key`` as bearer, ``/model/info?litellm_model_id=`` answers 40
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,12 @@ from inference_tiers.k8s.gpu_pool import (
 )
 from inference_tiers.k8s.inference_gateway import (
     EPP_GRPC_PORT,
+    GatewaySpec,
     LoraAdapter,
     PoolScaling,
     endpoint_picker_config,
     render_endpoint_picker,
+    render_gateway,
     render_inference_pool,
 )
 from inference_tiers.k8s.inference_gateway_scaling import (
@@ -211,7 +212,7 @@ def test_allowed(source: Pod, destination: Pod, port: int) -> None:
         (SANDBOX, ISTIO, 80),  # a tenant bypassing its key and budget
         (SANDBOX, VLLM, 8000),
         (PROXY, VLLM, 8000),  # only through the gateway's routing
-        (Pod("outside", {}, "10.0.1.20"), ISTIO, 80),  # the gateway's NLB: no client but LiteLLM
+        (Pod("outside", {}, "10.0.1.20"), ISTIO, 80),  # a VPC client: no client but LiteLLM
         (Pod("outside", {}, "10.0.8.9"), VLLM, 22),
     ],
 )
@@ -296,11 +297,7 @@ def test_the_pool_s_model_entry_runs_in_the_real_proxy(tmp_path: Path) -> None:
     models in a database without Prisma's engine) in front of a stand-in of the pool's gateway: a tenant's call
     reaches it with the served name and a bearer, and the id the Job checks answers /model/info."""
     with StubBackend() as stub:
-        (entry,) = copy.deepcopy(litellm_models(SPEC, GATEWAY_NAME))
-        assert entry["litellm_params"]["api_base"] == (
-            "http://inference-gateway-istio.inference-pool.svc.cluster.local:80/v1"
-        )
-        entry["litellm_params"]["api_base"] = f"{stub.url}/v1"
+        (entry,) = litellm_models(SPEC, f"{stub.url}/v1")
         config = {
             "model_list": [entry],
             "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},
@@ -346,7 +343,10 @@ def test_lora_adapters_are_loaded_by_every_pod_routed_by_affinity_and_registered
     assert "lora-affinity-scorer" not in {
         p["type"] for p in endpoint_picker_config(SPEC.model_pool())["plugins"]
     }
-    assert [m["model_name"] for m in litellm_models(LORA_SPEC, GATEWAY_NAME)] == ["pool-qwen3-8b", "sql-lora"]
+    assert [m["model_name"] for m in litellm_models(LORA_SPEC, "http://gw/v1")] == [
+        "pool-qwen3-8b",
+        "sql-lora",
+    ]
     assert "initContainers" not in vllm_deployment(SPEC)["spec"]["template"]["spec"]
 
 
@@ -371,3 +371,14 @@ def test_lora_settings_are_parsed_and_bad_ones_named() -> None:
         )
     with pytest.raises(ConfigError, match=r"'platform.pool.max_lora_rank'.*one of 1, 8, 16"):
         parse_pool("platform.pool", {"model_id": "a/b", "served_model_name": "p", "max_lora_rank": 12})
+
+
+def test_the_pool_s_gateway_has_no_load_balancer_and_litellm_calls_its_service() -> None:
+    """Only LiteLLM may call the pool: the gateway's Service is ClusterIP (Istio's ``networking.istio.io/
+    service-type``, istio/api 1.30.1 annotation/annotations.yaml:567-574), so no NLB exists that a VPC client
+    could reach the pods through (NLB traffic can arrive from a node's address, which the VPC CNI's policy agent
+    always admits: aws/aws-network-policy-agent#56, #65)."""
+    gateway = render_gateway(GatewaySpec("inference-gateway", "inference-pool", [], load_balancer=False))
+    validate(gateway)
+    assert gateway["metadata"]["annotations"] == {"networking.istio.io/service-type": "ClusterIP"}
+    assert "infrastructure" not in gateway["spec"]

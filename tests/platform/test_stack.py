@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -294,6 +295,11 @@ def test_stage_pool_adds_the_pool_to_litellm_after_the_gateway_and_its_inference
     )
     assert karpenter in resources[nodes]["DependsOn"]
     assert not [k for k in templates["tenants"]["Resources"] if k.startswith("Pool")]
+    # In-cluster only: no NLB to wait for, and LiteLLM is given the gateway Service's cluster DNS name.
+    assert not [k for k in resources if k.startswith("Pool") and "LoadBalancer" in k]
+    assert "inference-gateway-istio.inference-pool.svc.cluster.local:80/v1" in json.dumps(
+        resources[registration]
+    )
 
 
 def test_the_gateway_keeps_models_in_its_database_from_the_first_stage() -> None:

@@ -382,7 +382,8 @@ def test_models_are_added_then_updated_in_place_with_bodies_litellm_1_104_reads(
     router.Deployment (what /model/new reads, model_management_endpoints.py:2359-2362) and updateDeployment (the
     PATCH, :1088-1095), strict, and every litellm_params/model_info key a field of LiteLLM_Params/ModelInfo."""
     entry, *_ = litellm_models(
-        GpuPoolSpec(model_id="Qwen/Qwen3-8B", served_model_name="pool-q"), "inference-gateway"
+        GpuPoolSpec(model_id="Qwen/Qwen3-8B", served_model_name="pool-q"),
+        "http://inference-gateway-istio.inference-pool.svc.cluster.local:80/v1",
     )
     spec = {"models": [entry]}
     first = platform.run(spec_body=spec)

@@ -106,6 +106,9 @@ class InferenceGateway(Construct):
     :param load_balancer_name: name the NLB (1-32 characters, unique per Region and account), so that its
         CloudWatch metrics can be named at synth: :attr:`load_balancer_full_name`. Default None: the AWS Load
         Balancer Controller names it.
+    :param internal_load_balancer: give the gateway an internal NLB for clients in the VPC. False: a ClusterIP
+        Service only, reached by in-cluster clients (:attr:`endpoint` is its cluster DNS name; no NLB exists to
+        bypass whatever fronts the gateway). Default True.
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class InferenceGateway(Construct):
         name: str = "inference-gateway",
         request_timeout_seconds: int = 600,
         load_balancer_name: str | None = None,
+        internal_load_balancer: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("InferenceGateway")
@@ -148,6 +152,13 @@ class InferenceGateway(Construct):
         if metrics is not None and not isinstance(metrics, PrometheusMetrics | CloudWatchMetrics):
             raise args.error("metrics", metrics, "a PrometheusMetrics or CloudWatchMetrics")
         args.boolean("install_keda", install_keda)
+        args.boolean("internal_load_balancer", internal_load_balancer)
+        if not internal_load_balancer and (allowed_cidrs is not None or load_balancer_name is not None):
+            raise args.error(
+                "allowed_cidrs" if allowed_cidrs is not None else "load_balancer_name",
+                allowed_cidrs if allowed_cidrs is not None else load_balancer_name,
+                "None without an internal load balancer (internal_load_balancer=False)",
+            )
         for index, pool in enumerate(pools):
             if pool.namespace != namespace:
                 raise args.error(
@@ -164,9 +175,16 @@ class InferenceGateway(Construct):
         self.spec = GatewaySpec(
             name=name,
             namespace=namespace,
-            allowed_cidrs=[cluster.vpc.vpc_cidr_block] if allowed_cidrs is None else list(allowed_cidrs),
+            allowed_cidrs=(
+                []
+                if not internal_load_balancer
+                else [cluster.vpc.vpc_cidr_block]
+                if allowed_cidrs is None
+                else list(allowed_cidrs)
+            ),
             request_timeout_seconds=request_timeout_seconds,
             load_balancer_name=load_balancer_name,
+            load_balancer=internal_load_balancer,
         )
         """The ``GatewaySpec`` the Gateway and HTTPRoute are rendered from: name, namespace, allowed client
         CIDRs, request timeout (seconds) and NLB name."""
@@ -235,28 +253,36 @@ class InferenceGateway(Construct):
         if self.keda is not None:
             self.manifest.node.add_dependency(self.keda)
 
-        # Istio names the proxy it deploys for a Gateway "<gateway>-<class>"; its NLB's DNS name comes back here.
+        self.load_balancer: eks.KubernetesObjectValue | None = None
+        """Reads the hostname of the gateway proxy's Service (``<name>-istio``) once its internal NLB exists,
+        waiting up to 15 minutes; its ``value`` is the NLB's DNS name (a deploy-time token). None without an
+        internal load balancer."""
+        self.load_balancer_full_name: str | None = None
+        """``net/<name>/<id>``, the NLB's ``LoadBalancer`` dimension in ``AWS/NetworkELB`` (a deploy-time token;
+        with ``load_balancer_name`` only, else None)."""
+        # Istio names the proxy it deploys for a Gateway "<gateway>-<class>".
+        service = f"{name}-{GATEWAY_CLASS}"
+        if not internal_load_balancer:
+            self.endpoint = f"http://{service}.{namespace}.svc.cluster.local:{GATEWAY_PORT}"
+            """OpenAI-compatible base URL of the gateway: its internal NLB (a deploy-time token), or without one
+            its Service's cluster DNS name."""
+            return
+        # The NLB's DNS name comes back here.
         load_balancer = eks.KubernetesObjectValue(
             self,
             "LoadBalancer",
             cluster=cluster,
             object_type="service",
-            object_name=f"{name}-{GATEWAY_CLASS}",
+            object_name=service,
             object_namespace=namespace,
             json_path=".status.loadBalancer.ingress[0].hostname",
             timeout=Duration.minutes(15),
         )
         load_balancer.node.add_dependency(self.manifest)
         self.load_balancer = load_balancer
-        """Reads the hostname of the gateway proxy's Service (``<name>-istio``) once its internal NLB exists,
-        waiting up to 15 minutes; its ``value`` is the NLB's DNS name (a deploy-time token)."""
         self.endpoint = f"http://{load_balancer.value}:{GATEWAY_PORT}"
-        """OpenAI-compatible base URL of the gateway's internal NLB (a deploy-time token)."""
-        self.load_balancer_full_name = (
-            nlb_full_name(load_balancer_name, load_balancer.value) if load_balancer_name else None
-        )
-        """``net/<name>/<id>``, the NLB's ``LoadBalancer`` dimension in ``AWS/NetworkELB`` (a deploy-time token;
-        with ``load_balancer_name`` only, else None)."""
+        if load_balancer_name:
+            self.load_balancer_full_name = nlb_full_name(load_balancer_name, load_balancer.value)
 
     def _istio_chart(self, construct_id: str, chart: str, values: dict[str, object]) -> eks.HelmChart:
         return eks.HelmChart(
