@@ -262,10 +262,10 @@ class InferenceGateway(Construct):
         with ``load_balancer_name`` only, else None)."""
         # Istio names the proxy it deploys for a Gateway "<gateway>-<class>".
         service = f"{name}-{GATEWAY_CLASS}"
+        self.endpoint = f"http://{service}.{namespace}.svc.cluster.local:{GATEWAY_PORT}"
+        """OpenAI-compatible base URL of the gateway: its internal NLB (a deploy-time token), or without one its
+        Service's cluster DNS name."""
         if not internal_load_balancer:
-            self.endpoint = f"http://{service}.{namespace}.svc.cluster.local:{GATEWAY_PORT}"
-            """OpenAI-compatible base URL of the gateway: its internal NLB (a deploy-time token), or without one
-            its Service's cluster DNS name."""
             return
         # The NLB's DNS name comes back here.
         load_balancer = eks.KubernetesObjectValue(
