@@ -181,11 +181,11 @@ if TYPE_CHECKING:
     from inference_tiers.constructs.platform.observability import (
         PlatformObservability as PlatformObservability,
     )
-    from inference_tiers.constructs.platform.pool import (
-        PlatformInferencePool as PlatformInferencePool,
+    from inference_tiers.constructs.platform.observability import (
+        amp_metrics as amp_metrics,
     )
     from inference_tiers.constructs.platform.pool import (
-        amp_metrics as amp_metrics,
+        PlatformInferencePool as PlatformInferencePool,
     )
     from inference_tiers.constructs.platform.tenant_keys import (
         TenantModelKeys as TenantModelKeys,
@@ -343,7 +343,7 @@ _SUBPACKAGE: dict[str, str] = {
     "PlatformGateway": "inference_tiers.constructs.platform.gateway",
     "PlatformObservability": "inference_tiers.constructs.platform.observability",
     "PlatformInferencePool": "inference_tiers.constructs.platform.pool",
-    "amp_metrics": "inference_tiers.constructs.platform.pool",
+    "amp_metrics": "inference_tiers.constructs.platform.observability",
     "TenantModelKeys": "inference_tiers.constructs.platform.tenant_keys",
     "AlarmThresholds": "inference_tiers.constructs.sagemaker",
     "EndpointMetrics": "inference_tiers.constructs.sagemaker",

@@ -68,21 +68,53 @@ def for_amp(board: Mapping[str, Any]) -> dict[str, Any]:
 
 def chart_values(
     *,
-    workspace_endpoint: str,
-    region: str,
     node_selector: Mapping[str, str],
     dashboards: Mapping[str, Mapping[str, Any]],
+    workspace_endpoint: str | None = None,
+    region: str | None = None,
+    prometheus_url: str | None = None,
 ) -> dict[str, Any]:
-    """The chart's values.
+    """The chart's values, reading either AMP (``workspace_endpoint`` and ``region``) or an in-cluster Prometheus
+    (``prometheus_url``).
 
-    :param workspace_endpoint: the AMP workspace's Prometheus endpoint (``.../workspaces/<id>/``).
-    :param region: the workspace's Region (SigV4 signing).
     :param node_selector: where Grafana runs (the core nodes).
     :param dashboards: file name (``<uid>.json``) to dashboard JSON model, provisioned read-only.
+    :param workspace_endpoint: the AMP workspace's Prometheus endpoint (``.../workspaces/<id>/``).
+    :param region: the workspace's Region (SigV4 signing).
+    :param prometheus_url: an in-cluster Prometheus (the core data source type, no AWS identity).
     """
     args = Args("grafana_chart.chart_values")
-    args.text("workspace_endpoint", workspace_endpoint, description="the AMP workspace's Prometheus endpoint")
-    args.text("region", region, description="an AWS Region such as us-east-1")
+    if (prometheus_url is None) == (workspace_endpoint is None):
+        raise args.error(
+            "prometheus_url", prometheus_url, "exactly one of workspace_endpoint and prometheus_url"
+        )
+    if prometheus_url is not None:
+        args.text("prometheus_url", prometheus_url, pattern=r"https?://\S+", description="an http(s) URL")
+        datasource: dict[str, Any] = {
+            "name": "Prometheus",
+            "type": _CORE_PROMETHEUS,
+            "url": prometheus_url,
+            "jsonData": {"httpMethod": "POST"},
+        }
+        plugins: list[str] = []
+    else:
+        args.text(
+            "workspace_endpoint", workspace_endpoint, description="the AMP workspace's Prometheus endpoint"
+        )
+        args.text("region", region, description="an AWS Region such as us-east-1")
+        datasource = {
+            "name": "Amazon Managed Prometheus",
+            "type": AMP_PLUGIN,
+            "url": workspace_endpoint,
+            "jsonData": {
+                "httpMethod": "POST",
+                "sigV4Auth": True,
+                "sigV4AuthType": "default",
+                "sigV4Region": region,
+            },
+        }
+        plugins = [f"{AMP_PLUGIN}@{AMP_PLUGIN_VERSION}"]
+    convert = for_amp if prometheus_url is None else dict
     args.mapping("node_selector", node_selector, lambda name, value: args.text(name, value))
     boards: Sequence[tuple[str, Mapping[str, Any]]] = sorted(dashboards.items())
     if not boards:
@@ -92,14 +124,15 @@ def chart_values(
         # would log users out between them; dashboards and the data source are provisioned, so a lost pod loses
         # nothing (platform-cluster.md §2: HA needs grafana.ini database on PostgreSQL).
         "replicas": 1,
-        "serviceAccount": {"create": False, "name": SERVICE_ACCOUNT},
+        # AMP: the IRSA ServiceAccount PlatformObservability makes; in-cluster, the chart's own (no AWS identity).
+        "serviceAccount": {"create": prometheus_url is not None, "name": SERVICE_ACCOUNT},
         "nodeSelector": dict(node_selector),
         "persistence": {"enabled": False},
         # The chart's `helm test` pod pulls another image and is never run by the CDK kubectl handler.
         "testFramework": {"enabled": False},
         "assertNoLeakedSecrets": True,
         "admin": {"existingSecret": ""},
-        "plugins": [f"{AMP_PLUGIN}@{AMP_PLUGIN_VERSION}"],
+        "plugins": plugins,
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
         "grafana.ini": {
             "auth.anonymous": {"enabled": False},
@@ -111,19 +144,14 @@ def chart_values(
                 "apiVersion": 1,
                 "datasources": [
                     {
-                        "name": "Amazon Managed Prometheus",
-                        "type": AMP_PLUGIN,
+                        "name": datasource["name"],
+                        "type": datasource["type"],
                         "uid": DATASOURCE_UID,
                         "access": "proxy",
                         "isDefault": True,
                         "editable": False,
-                        "url": workspace_endpoint,
-                        "jsonData": {
-                            "httpMethod": "POST",
-                            "sigV4Auth": True,
-                            "sigV4AuthType": "default",
-                            "sigV4Region": region,
-                        },
+                        "url": datasource["url"],
+                        "jsonData": datasource["jsonData"],
                     }
                 ],
             }
@@ -146,7 +174,7 @@ def chart_values(
         },
         "dashboards": {
             DASHBOARD_PROVIDER: {
-                name.removesuffix(".json"): {"json": json.dumps(for_amp(board))} for name, board in boards
+                name.removesuffix(".json"): {"json": json.dumps(convert(board))} for name, board in boards
             }
         },
     }

@@ -52,8 +52,8 @@ from inference_tiers.constructs.eks.cluster_exporters import ClusterExporters
 from inference_tiers.constructs.eks.tier_base import EksTierBase, private_eks_vpc
 from inference_tiers.constructs.observability import ADOT_IMAGE
 from inference_tiers.constructs.platform.gateway import CERTIFICATE_ARN, PlatformGateway
-from inference_tiers.constructs.platform.observability import PlatformObservability
-from inference_tiers.constructs.platform.pool import PlatformInferencePool, amp_metrics
+from inference_tiers.constructs.platform.observability import METRICS_BACKENDS, PlatformObservability
+from inference_tiers.constructs.platform.pool import PlatformInferencePool
 from inference_tiers.constructs.platform.tenant_keys import TenantModelKeys
 from inference_tiers.k8s import litellm_chart
 from inference_tiers.k8s.gpu_pool import GpuPoolSpec, parse_pool
@@ -113,6 +113,17 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
     grafana: bool = setting(
         boolean(), "run Grafana on the core nodes (AMP data source, the project's dashboards)"
     )
+    metrics: str = setting(
+        choice(*METRICS_BACKENDS),
+        "amp (Amazon Managed Service for Prometheus and its managed scraper) or prometheus (the same jobs and "
+        "rules in an in-cluster Prometheus on the core nodes; no alert delivery)",
+    )
+    prometheus_storage_class: str | None = setting(
+        optional(text(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", description="a StorageClass name")),
+        "with metrics=prometheus: the StorageClass of its volume (one the cluster has); empty: an emptyDir",
+    )
+    prometheus_volume_gib: int = setting(integer(10, 16384), "with metrics=prometheus: its volume's size")
+    prometheus_retention_days: int = setting(integer(1, 90), "with metrics=prometheus: days samples are kept")
     traces: bool = setting(
         boolean(),
         "export the gateway's spans to AWS X-Ray through an OpenTelemetry collector (ADOT) on the core nodes",
@@ -141,6 +152,12 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
                 f"{TIER_NAME}.gateway_max_replicas",
                 self.gateway_max_replicas,
                 f"at least {TIER_NAME}.gateway_replicas ({self.gateway_replicas})",
+            )
+        if self.metrics == "prometheus" and self.alarm_email is not None:
+            raise ConfigError(
+                f"{TIER_NAME}.alarm_email",
+                self.alarm_email,
+                f"empty with {TIER_NAME}.metrics=prometheus (alerts are sent by AMP's alert manager only)",
             )
         if set(self.tenant_models) != set(self.tenants):
             raise ConfigError(
@@ -262,6 +279,10 @@ class PlatformStack(Stack):
             alarm_email=settings.alarm_email,
             grafana=settings.grafana,
             traces=settings.traces,
+            metrics=settings.metrics,
+            prometheus_storage_class=settings.prometheus_storage_class,
+            prometheus_volume_gib=settings.prometheus_volume_gib,
+            prometheus_retention_days=settings.prometheus_retention_days,
         )
         if self.observability.grafana is not None:
             self.observability.grafana.node.add_dependency(core)
@@ -296,7 +317,7 @@ class PlatformStack(Stack):
                 karpenter=self.sandboxes.karpenter,
                 subnets=self.base.vpc.private_subnets,
                 gateway=self.gateway.endpoint,
-                metrics=amp_metrics(self.observability.hub.workspace),
+                metrics=self.observability.keda_metrics,
                 spec=settings.pool,
             )
             # LiteLLM serves before the pool is added; the registration Job calls it.

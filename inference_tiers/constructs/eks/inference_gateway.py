@@ -234,14 +234,17 @@ class InferenceGateway(Construct):
         objects += [render_gateway(self.spec), render_http_route(self.spec, route_backend)]
         if targets:
             assert metrics is not None
-            objects.append(render_trigger_authentication(TRIGGER_AUTHENTICATION, namespace))
+            # KEDA signs with its AWS identity for CloudWatch and AMP; an in-cluster Prometheus needs none.
+            signed = isinstance(metrics, CloudWatchMetrics) or metrics.region is not None
+            if signed:
+                objects.append(render_trigger_authentication(TRIGGER_AUTHENTICATION, namespace))
             objects += [
                 render_scaled_object(
                     namespace,
                     target,
                     model_name=model_name,
                     metrics=metrics,
-                    trigger_authentication=TRIGGER_AUTHENTICATION,
+                    trigger_authentication=TRIGGER_AUTHENTICATION if signed else None,
                 )
                 for target in targets
             ]
@@ -319,7 +322,8 @@ class InferenceGateway(Construct):
                 "cloudwatch:GetMetricData supports no resource-level permissions (Service Authorization "
                 "Reference: resource type none); the role reads metrics only.",
             )
-        else:
+        elif metrics.region is not None:
+            # Amazon Managed Service for Prometheus: the workspace id ends the query URL.
             workspace = metrics.url.rstrip("/").rsplit("/", 1)[-1]
             self.keda_role.add_to_policy(
                 iam.PolicyStatement(

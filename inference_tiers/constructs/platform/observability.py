@@ -15,21 +15,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from inference_tiers.constructs.eks.cluster import kubectl_cluster
 from inference_tiers.constructs.observability import ADOT_IMAGE, ObservabilityHub
 from inference_tiers.constructs.observability.hub import grant_trace_export
 from inference_tiers.constructs.sandbox.identity import PodIdentityRole
-from inference_tiers.k8s import grafana_chart, trace_collector
+from inference_tiers.k8s import grafana_chart, prometheus_chart, trace_collector
+from inference_tiers.k8s.inference_gateway_scaling import PrometheusMetrics
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GatewayEndpoint
+from inference_tiers.observability.collectors import eks_scrape_config
 from inference_tiers.observability.dashboards import all_dashboards
 from inference_tiers.observability.platform_scrape import controller_jobs, gateway_metrics_job
+from inference_tiers.observability.rules import rules_yaml
 from inference_tiers.validation import Args
+
+METRICS_BACKENDS = ("amp", "prometheus")
+"""Where the platform's metrics go: Amazon Managed Service for Prometheus, or an in-cluster Prometheus."""
+
+
+def amp_metrics(workspace: aps.CfnWorkspace) -> PrometheusMetrics:
+    """KEDA's source for an Amazon Managed Service for Prometheus workspace: its query endpoint (KEDA appends
+    ``/api/v1/query``), signed with SigV4 in the stack's Region."""
+    url = f"https://aps-workspaces.{Aws.REGION}.{Aws.URL_SUFFIX}/workspaces/{workspace.attr_workspace_id}"
+    return PrometheusMetrics(url=url, region=Aws.REGION)
 
 
 class PlatformObservability(Construct):
@@ -45,13 +58,22 @@ class PlatformObservability(Construct):
     :param grafana: run Grafana on the cluster (needs a kubectl provider and the cluster's OIDC provider for
         IRSA; the plugin is downloaded from grafana.com at start, through the VPC's NAT). Default: True.
     :param node_selector: where Grafana runs. Default: the core nodes.
+    :param metrics: ``amp`` (default: the AMP workspace and its managed scraper) or ``prometheus``: the same scrape
+        jobs and rules in an in-cluster Prometheus on the core nodes (kube-prometheus-stack,
+        :mod:`inference_tiers.k8s.prometheus_chart`); no AWS resource, no alert delivery (``alarm_email`` is AMP's).
+    :param prometheus_storage_class: with ``prometheus``, the StorageClass of its volume (one the cluster has,
+        such as the EBS CSI driver's); None: an ``emptyDir`` (samples lost when the pod moves). Default: None.
+    :param prometheus_volume_gib: that volume's size. Default 50.
+    :param prometheus_retention_days: with ``prometheus``, how long samples are kept (1-90). Default 15.
     :param traces: run the trace collector (namespace ``otel``, Service ``otel-collector``, OTLP/HTTP on 4318)
         that exports to AWS X-Ray with an EKS Pod Identity role (the cluster needs the Pod Identity agent);
         point the gateway at it (``PlatformGateway(trace_collector=...)``). Default: False.
     :param collector_image: the ADOT collector image. Default: :data:`ADOT_IMAGE`.
 
     Attributes: ``hub`` (the :class:`~inference_tiers.constructs.observability.ObservabilityHub`),
-    ``scraper`` (its ``aps.CfnScraper`` for ``cluster``), ``grafana_identity`` (the IRSA ``ServiceAccount``) and
+    ``scraper`` (its ``aps.CfnScraper`` for ``cluster``), both None with ``prometheus``; ``prometheus`` (the
+    kube-prometheus-stack ``HelmChart``, None with ``amp``); ``keda_metrics`` (where KEDA reads the series:
+    ``PrometheusMetrics``); ``grafana_identity`` (the IRSA ``ServiceAccount``, None without AMP) and
     ``grafana`` (the ``HelmChart``); both None without Grafana; ``trace_collector`` (the ``KubernetesManifest``)
     and ``trace_identity`` (its ``PodIdentityRole``), both None without traces.
     """
@@ -69,12 +91,21 @@ class PlatformObservability(Construct):
         node_selector: Mapping[str, str] = CORE_NODE_LABELS,
         traces: bool = False,
         collector_image: str = ADOT_IMAGE,
+        metrics: str = "amp",
+        prometheus_storage_class: str | None = None,
+        prometheus_volume_gib: int = 50,
+        prometheus_retention_days: int = 15,
     ) -> None:
         super().__init__(scope, construct_id)
         args = Args("PlatformObservability")
         args.implements("cluster", cluster, eks.ICluster)
         args.boolean("grafana", grafana)
         args.boolean("traces", traces)
+        args.one_of("metrics", metrics, METRICS_BACKENDS)
+        if metrics == "prometheus" and alarm_email is not None:
+            raise args.error(
+                "alarm_email", alarm_email, "None with metrics='prometheus' (alerts are sent by AMP)"
+            )
         args.text(
             "collector_image",
             collector_image,
@@ -87,21 +118,57 @@ class PlatformObservability(Construct):
         args.instance(
             "gateway", gateway, GatewayEndpoint, "an inference_tiers.k8s.platform_names.GatewayEndpoint"
         )
-        # the scraper's ENIs: one private subnet per AZ of the cluster's VPC (AMP wants distinct AZs)
-        subnets = cluster.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, one_per_az=True)
-        self.hub = ObservabilityHub(self, "Hub", retention_days=retention_days, alarm_email=alarm_email)
-        """The workspace, rules and alert topic the scraper writes to."""
-        self.scraper: aps.CfnScraper = self.hub.add_eks_scraper(
-            "Scraper",
-            cluster_arn=cluster.cluster_arn,
-            subnet_ids=subnets.subnet_ids,
-            # the cluster security group: every managed node carries it, so the ENIs reach the pods' ports
-            security_group_ids=[cluster.cluster_security_group_id],
-            cluster_label=cluster.cluster_name,
-            cluster=cluster,
-            extra_jobs=[gateway_metrics_job(gateway), *controller_jobs()],
-        )
-        """The AMP managed scraper of ``cluster`` (``aps.CfnScraper``)."""
+        jobs = [gateway_metrics_job(gateway), *controller_jobs()]
+        self.hub: ObservabilityHub | None = None
+        """The workspace, rules and alert topic the scraper writes to (None with ``prometheus``)."""
+        self.scraper: aps.CfnScraper | None = None
+        """The AMP managed scraper of ``cluster`` (``aps.CfnScraper``; None with ``prometheus``)."""
+        self.prometheus: eks.HelmChart | None = None
+        """The in-cluster Prometheus (kube-prometheus-stack ``HelmChart``; None with ``amp``)."""
+        if metrics == "amp":
+            # the scraper's ENIs: one private subnet per AZ of the cluster's VPC (AMP wants distinct AZs)
+            subnets = cluster.vpc.select_subnets(
+                subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, one_per_az=True
+            )
+            self.hub = ObservabilityHub(self, "Hub", retention_days=retention_days, alarm_email=alarm_email)
+            self.scraper = self.hub.add_eks_scraper(
+                "Scraper",
+                cluster_arn=cluster.cluster_arn,
+                subnet_ids=subnets.subnet_ids,
+                # the cluster security group: every managed node carries it, so the ENIs reach the pods' ports
+                security_group_ids=[cluster.cluster_security_group_id],
+                cluster_label=cluster.cluster_name,
+                cluster=cluster,
+                extra_jobs=jobs,
+            )
+            keda_metrics = amp_metrics(self.hub.workspace)
+        else:
+            self.prometheus = eks.HelmChart(
+                self,
+                "Prometheus",
+                cluster=cluster,
+                chart=prometheus_chart.CHART,
+                repository=prometheus_chart.CHART_REPOSITORY,
+                version=prometheus_chart.CHART_VERSION,
+                release=prometheus_chart.RELEASE,
+                namespace=prometheus_chart.NAMESPACE,
+                create_namespace=True,
+                values=prometheus_chart.chart_values(
+                    scrape_configs=eks_scrape_config(cluster.cluster_name, extra_jobs=jobs)["scrape_configs"],
+                    rules_text=rules_yaml(),
+                    cluster_label=cluster.cluster_name,
+                    node_selector=node_selector,
+                    retention_days=prometheus_retention_days,
+                    storage_class=prometheus_storage_class,
+                    volume_gib=prometheus_volume_gib,
+                ),
+                wait=True,
+                # inside the kubectl handler's 15 minutes (platform-cluster.md trap 1)
+                timeout=Duration.minutes(10),
+            )
+            keda_metrics = PrometheusMetrics(url=prometheus_chart.SERVER_URL)
+        self.keda_metrics = keda_metrics
+        """Where KEDA reads vLLM's and the Endpoint Picker's series (the stage pool's scaler)."""
         self.grafana_identity: eks.ServiceAccount | None = None
         """Grafana's ServiceAccount with its IRSA role (query access to the workspace only); None without Grafana."""
         self.grafana: eks.HelmChart | None = None
@@ -143,18 +210,28 @@ class PlatformObservability(Construct):
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": grafana_chart.NAMESPACE}}
             ],
         )
-        # IRSA, not Pod Identity: the AMP plugin's SDK does not pick up Pod Identity credentials (grafana#105822).
-        identity = eks.ServiceAccount(
-            self,
-            "GrafanaIdentity",
-            cluster=cluster,
-            name=grafana_chart.SERVICE_ACCOUNT,
-            namespace=grafana_chart.NAMESPACE,
-            identity_type=eks.IdentityType.IRSA,
-        )
-        identity.node.add_dependency(namespace)
-        self.hub.grant_query(identity)
-        self.grafana_identity = identity
+        waits: list[IDependable] = [namespace]
+        if self.hub is not None:
+            # IRSA, not Pod Identity: the AMP plugin's SDK does not pick up Pod Identity credentials
+            # (grafana#105822).
+            identity = eks.ServiceAccount(
+                self,
+                "GrafanaIdentity",
+                cluster=cluster,
+                name=grafana_chart.SERVICE_ACCOUNT,
+                namespace=grafana_chart.NAMESPACE,
+                identity_type=eks.IdentityType.IRSA,
+            )
+            identity.node.add_dependency(namespace)
+            self.hub.grant_query(identity)
+            self.grafana_identity = identity
+            waits = [identity]
+            source: dict[str, str] = {
+                "workspace_endpoint": self.hub.prometheus_endpoint,
+                "region": Stack.of(self).region,
+            }
+        else:
+            source = {"prometheus_url": prometheus_chart.SERVER_URL}
         boards = all_dashboards()
         self.grafana = eks.HelmChart(
             self,
@@ -167,8 +244,7 @@ class PlatformObservability(Construct):
             namespace=grafana_chart.NAMESPACE,
             create_namespace=False,
             values=grafana_chart.chart_values(
-                workspace_endpoint=self.hub.prometheus_endpoint,
-                region=Stack.of(self).region,
+                **source,
                 node_selector=node_selector,
                 dashboards={name: boards[name] for name in grafana_chart.PLATFORM_DASHBOARDS},
             ),
@@ -176,4 +252,4 @@ class PlatformObservability(Construct):
             # inside the kubectl handler's 15 minutes (platform-cluster.md trap 1)
             timeout=Duration.minutes(10),
         )
-        self.grafana.node.add_dependency(identity)
+        self.grafana.node.add_dependency(*waits)

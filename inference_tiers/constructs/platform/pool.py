@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Aws
-from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -37,13 +36,6 @@ from inference_tiers.litellm.config import LITELLM_IMAGE
 from inference_tiers.validation import Args
 
 GATEWAY_NAME = "inference-gateway"
-
-
-def amp_metrics(workspace: aps.CfnWorkspace) -> PrometheusMetrics:
-    """KEDA's source for an Amazon Managed Service for Prometheus workspace: its query endpoint (KEDA appends
-    ``/api/v1/query``), signed with SigV4 in the stack's Region."""
-    url = f"https://aps-workspaces.{Aws.REGION}.{Aws.URL_SUFFIX}/workspaces/{workspace.attr_workspace_id}"
-    return PrometheusMetrics(url=url, region=Aws.REGION)
 
 
 class PlatformInferencePool(Construct):
