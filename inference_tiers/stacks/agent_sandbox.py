@@ -360,6 +360,7 @@ class Sandboxes:
             "SandboxController",
             cluster=cluster,
             chart_directory=Path(settings.controller_chart_dir) if settings.controller_chart_dir else None,
+            chart_directory_setting=f"{settings.tier_name}.controller_chart_dir",
         )
         # Both charts wait for their pods, which only the core nodes can run.
         for chart in (self.karpenter.chart, self.controller.chart):

@@ -266,6 +266,7 @@ class PlatformStack(Stack):
             max_replicas=settings.gateway_max_replicas,
             chart_directory=Path(settings.litellm_chart_dir) if settings.litellm_chart_dir else None,
             trace_collector=TraceCollector() if settings.traces else None,
+            chart_directory_setting=f"{TIER_NAME}.litellm_chart_dir",
         )
         # Every chart waits for its pods, which only the core nodes run.
         for chart in (self.gateway.chart, self.gateway.secrets_store):
