@@ -353,6 +353,8 @@ class Sandboxes:
             cluster=cluster,
             karpenter=self.karpenter,
             subnets=base.vpc.private_subnets,
+            # Each tier tags its own nodes (the platform's Kata nodes are the platform's).
+            tags={"inference-tiers:tier": settings.tier_name},
             **settings.node_arguments(),
         )
         self.controller = AgentSandboxController(
