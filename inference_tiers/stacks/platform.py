@@ -34,6 +34,7 @@ from inference_tiers.config import (
     addon_pins,
     boolean,
     choice,
+    email_address,
     integer,
     ipv4_cidr,
     mapping,
@@ -129,7 +130,7 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
         "export the gateway's spans to AWS X-Ray through an OpenTelemetry collector (ADOT) on the core nodes",
     )
     alarm_email: str | None = setting(
-        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        email_address(),
         "subscribe this address to the AMP alert topic",
     )
     pool: GpuPoolSpec = setting(
