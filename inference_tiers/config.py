@@ -242,6 +242,15 @@ def mapping(
     return parse
 
 
+EMAIL_PATTERN = r"[^@\s]+@[^@\s]+\.[^@\s]+"
+"""An email address, as the alert topics accept it (something@domain.tld, no spaces)."""
+
+
+def email_address() -> Parser:
+    """An optional email address (null or empty: none)."""
+    return optional(text(EMAIL_PATTERN, description="an email address"))
+
+
 def setting(parse: Parser, doc: str) -> Any:
     """Declare a dataclass field as a context setting parsed by ``parse``; ``doc`` explains it for users."""
     return field(metadata={"parse": parse, "doc": doc})

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from inference_tiers import config
+from inference_tiers.app_factory import parse_app_config
 from inference_tiers.config import ConfigError, TierSpec, parse_config, setting
+from tests.harness import cdk_json_context
 
 
 @dataclass(frozen=True)
@@ -190,3 +192,13 @@ def test_pinned_image_rejects_untagged_and_latest(raw: str) -> None:
         ConfigError, match=r"'demo.image': got .*; expected a container image with a pinned tag"
     ):
         config.pinned_image()("demo.image", raw)
+
+
+@pytest.mark.parametrize("tier", ["bedrock", "gateway", "observability", "platform"])
+def test_every_alarm_email_is_one_parser(tier: str) -> None:
+    """One email parser (config.email_address) for every tier's alert address: the same value refused the same
+    way, naming the tier's key."""
+    with pytest.raises(
+        ConfigError, match=rf"'{tier}.alarm_email': got 'ops at example.com'; expected an email"
+    ):
+        parse_app_config({**cdk_json_context(), "tier": tier, f"{tier}.alarm_email": "ops at example.com"})

@@ -353,6 +353,8 @@ class Sandboxes:
             cluster=cluster,
             karpenter=self.karpenter,
             subnets=base.vpc.private_subnets,
+            # Each tier tags its own nodes (the platform's Kata nodes are the platform's).
+            tags={"inference-tiers:tier": settings.tier_name},
             **settings.node_arguments(),
         )
         self.controller = AgentSandboxController(
@@ -360,6 +362,7 @@ class Sandboxes:
             "SandboxController",
             cluster=cluster,
             chart_directory=Path(settings.controller_chart_dir) if settings.controller_chart_dir else None,
+            chart_directory_setting=f"{settings.tier_name}.controller_chart_dir",
         )
         # Both charts wait for their pods, which only the core nodes can run.
         for chart in (self.karpenter.chart, self.controller.chart):

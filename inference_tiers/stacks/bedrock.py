@@ -28,6 +28,7 @@ from inference_tiers.config import (
     TierSpec,
     boolean,
     choice,
+    email_address,
     integer,
     mapping,
     number,
@@ -167,7 +168,7 @@ class BedrockSettings:
         number(0.01, 100), "Alarm above this guardrail intervention rate (%)."
     )
     alarm_email: str | None = setting(
-        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        email_address(),
         "Subscribe this address to the alarm topic (empty: subscribe yourself later).",
     )
 

@@ -22,6 +22,7 @@ from inference_tiers.config import (
     ImageNeed,
     TierSpec,
     boolean,
+    email_address,
     integer,
     ipv4_cidr,
     items,
@@ -94,7 +95,7 @@ class GatewaySettings(GatewayModelSettings):
     latency_p99_alarm_ms: int = setting(integer(1, 3_600_000), "Alarm above this p99 response time (ms).")
     database_connections_alarm: int = setting(integer(1, 100_000), "Alarm above this many DB connections.")
     alarm_email: str | None = setting(
-        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        email_address(),
         "Subscribe this address to the alarm topic.",
     )
 

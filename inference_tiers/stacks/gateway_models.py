@@ -238,7 +238,24 @@ def gateway_models(
         )
     for name, (base_url, served_model) in settings.openai_models.items():
         models.append(OpenAICompatibleTarget(name, base_url, served_model))
+    _check_router_names(settings, {model.name for model in models})
     return models
+
+
+def _check_router_names(settings: GatewayModelSettings, served: set[str]) -> None:
+    """The router settings name only models the gateway serves: the SageMaker model is served only with
+    ``sagemaker_endpoint_name`` or with the ``sagemaker`` tier deployed beside it, which the settings alone do
+    not know (``model_names`` counts it always)."""
+    tier = settings.tier_name
+    why = (
+        f"model names the gateway serves, among {sorted(served)} (the SageMaker model only with "
+        f"{tier}.sagemaker_endpoint_name or the sagemaker tier deployed with it)"
+    )
+    for source, targets in settings.fallbacks.items():
+        if {source, *targets} - served:
+            raise ConfigError(f"{tier}.fallbacks.{source}", list(targets), why)
+    if set(settings.requests_per_minute) - served:
+        raise ConfigError(f"{tier}.requests_per_minute", dict(settings.requests_per_minute), why)
 
 
 def _bedrock(

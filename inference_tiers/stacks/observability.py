@@ -28,6 +28,7 @@ from inference_tiers.config import (
     ImageNeed,
     TierSpec,
     boolean,
+    email_address,
     integer,
     items,
     number,
@@ -53,7 +54,7 @@ class ObservabilitySettings:
 
     retention_days: int = setting(integer(1, 1095), "Days the Prometheus workspace keeps samples.")
     alarm_email: str | None = setting(
-        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        email_address(),
         "Subscribe this address to the alert topic (empty: no subscription).",
     )
     grafana: bool = setting(

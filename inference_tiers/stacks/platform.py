@@ -34,6 +34,7 @@ from inference_tiers.config import (
     addon_pins,
     boolean,
     choice,
+    email_address,
     integer,
     ipv4_cidr,
     mapping,
@@ -129,7 +130,7 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
         "export the gateway's spans to AWS X-Ray through an OpenTelemetry collector (ADOT) on the core nodes",
     )
     alarm_email: str | None = setting(
-        optional(text(r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email address")),
+        email_address(),
         "subscribe this address to the AMP alert topic",
     )
     pool: GpuPoolSpec = setting(
@@ -266,6 +267,7 @@ class PlatformStack(Stack):
             max_replicas=settings.gateway_max_replicas,
             chart_directory=Path(settings.litellm_chart_dir) if settings.litellm_chart_dir else None,
             trace_collector=TraceCollector() if settings.traces else None,
+            chart_directory_setting=f"{TIER_NAME}.litellm_chart_dir",
         )
         # Every chart waits for its pods, which only the core nodes run.
         for chart in (self.gateway.chart, self.gateway.secrets_store):

@@ -347,3 +347,20 @@ def test_stage_pool_with_lora_adapters_reads_only_their_folders_and_passes_every
     assert {tuple(listed(s["Action"])) for s in statements} == {("s3:ListBucket",), ("s3:GetObject",)}
     listing = next(s for s in statements if listed(s["Action"]) == ["s3:ListBucket"])
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["sql-lora/*"]}}
+
+
+@pytest.mark.parametrize("tier", ["gateway", "platform"])
+@pytest.mark.parametrize(
+    ("key", "value", "named"),
+    [
+        ("fallbacks", '{"nova-lite": ["qwen3-8b"]}', "fallbacks.nova-lite"),
+        ("requests_per_minute", '{"qwen3-8b": 60}', "requests_per_minute"),
+    ],
+)
+def test_router_settings_may_not_name_a_sagemaker_model_that_is_not_served(
+    tier: str, key: str, value: str, named: str
+) -> None:
+    """Without an endpoint (and without the sagemaker tier beside it) the SageMaker model is not served: a
+    fallback or limit naming it is the user's mistake, refused by key (not a construct's ArgumentError)."""
+    with pytest.raises(ConfigError, match=rf"'{tier}.{named}'.*model names the gateway serves"):
+        make_app(tier=tier, **{f"{tier}.{key}": value, f"{tier}.allow_unguarded_fallbacks": "true"})

@@ -200,12 +200,19 @@ def test_karpenter_values_are_keys_of_the_chart_and_pin_the_release_image_by_dig
 def test_stack_applies_the_validated_node_class_pool_and_runtime_class(template: Template) -> None:
     applied = manifests(template)
     spec = SandboxNodesSpec()
+    # The nodes carry their own tier's tag, as every resource of the stack does (app_factory's Tags.of).
+    (tier,) = {
+        tag["Value"]
+        for resource in template.to_json()["Resources"].values()
+        for tag in resource.get("Properties", {}).get("Tags", [])
+        if isinstance(tag, dict) and tag.get("Key") == "inference-tiers:tier"
+    }
     token_infra = {
         "instance_profile": TOKEN,
         "subnet_ids": [TOKEN, TOKEN],
         "security_group_ids": [TOKEN],
         "volume_kms_key_id": TOKEN,
-        "tags": INFRA["tags"],
+        "tags": {"inference-tiers:tier": tier},
     }
     assert by_kind(applied, "EC2NodeClass") == [nodes.ec2_node_class(spec, **token_infra)]
     assert by_kind(applied, "NodePool") == [nodes.node_pool(spec)]

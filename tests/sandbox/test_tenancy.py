@@ -461,3 +461,26 @@ def test_charts_that_wait_for_pods_come_after_the_core_nodes(template: Template)
     }
     for release in ("karpenter", "agent-sandbox"):
         assert nodegroup in charts[release]["DependsOn"], release
+
+
+@pytest.mark.parametrize(
+    ("tier", "stack_name", "keys"),
+    [
+        ("agent-sandbox", "InferenceTiers-AgentSandbox", ["agent-sandbox.controller_chart_dir"]),
+        (
+            "platform",
+            "InferenceTiers-Platform",
+            ["platform.controller_chart_dir", "platform.litellm_chart_dir"],
+        ),
+    ],
+)
+def test_an_unfetched_chart_s_warning_names_the_tier_s_own_key(
+    tier_build: Callable[[str], TierBuild], tier: str, stack_name: str, keys: list[str]
+) -> None:
+    (stack,) = tier_build(tier).stacks
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("was not fetched"))
+    texts = " ".join(str(w.entry.data) for w in warnings)
+    for key in keys:
+        assert f"-c {key}=<directory>" in texts
+    other = "platform" if tier == "agent-sandbox" else "agent-sandbox"
+    assert f"-c {other}." not in texts

@@ -7,6 +7,7 @@
 # file system is read-only (the chart has no value for extra volumes). Needs git and internet access. Usage:
 #   inference_tiers/assets/sandbox/fetch-agent-sandbox-chart.sh [DEST]   (default DEST: build/agent-sandbox-chart)
 #   npx cdk deploy -c tier=agent-sandbox -c agent-sandbox.controller_chart_dir=DEST
+#   npx cdk deploy -c tier=platform -c platform.controller_chart_dir=DEST
 set -euo pipefail
 
 REPOSITORY="https://github.com/kubernetes-sigs/agent-sandbox.git"
@@ -32,3 +33,4 @@ cp -R "$work/helm" "$DEST"
 
 echo "Copied the agent-sandbox chart to $DEST (kubernetes-sigs/agent-sandbox@$COMMIT, v0.5.6, with writable-tmp.patch)."
 echo "Deploy with: npx cdk deploy -c tier=agent-sandbox -c agent-sandbox.controller_chart_dir=$DEST"
+echo "        or: npx cdk deploy -c tier=platform -c platform.controller_chart_dir=$DEST"

@@ -20,6 +20,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
+from inference_tiers.config import EMAIL_PATTERN
 from inference_tiers.constructs.bedrock.guardrail import Guardrail, metric_options
 from inference_tiers.constructs.bedrock.model_access import MODEL_ID_PATTERN
 from inference_tiers.constructs.common.console import lazy_dashboard_url
@@ -137,7 +138,7 @@ class BedrockMonitoring(Construct):
             args.text(
                 "alarm_email",
                 alarm_email,
-                pattern=r"[^@\s]+@[^@\s]+\.[^@\s]+",
+                pattern=EMAIL_PATTERN,
                 description="an email address",
             )
         self.model_id = model_id

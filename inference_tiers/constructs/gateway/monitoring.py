@@ -16,6 +16,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from inference_tiers.config import EMAIL_PATTERN
 from inference_tiers.constructs.common.encryption import encrypted_alarm_topic
 from inference_tiers.constructs.gateway.proxy import LiteLLMGateway
 from inference_tiers.validation import Args
@@ -54,7 +55,7 @@ class GatewayMonitoring(Construct):
         args.duration("latency_p99_alarm", latency_p99_alarm, minimum=Duration.millis(1), whole_seconds=False)
         args.integer("database_connections_alarm", database_connections_alarm, minimum=1, maximum=100_000)
         if alarm_email is not None:
-            args.text("alarm_email", alarm_email, pattern=r"[^@\s]+@[^@\s]+\.[^@\s]+", description="an email")
+            args.text("alarm_email", alarm_email, pattern=EMAIL_PATTERN, description="an email")
         self.topic = encrypted_alarm_topic(self, gateway.encryption_key, email=alarm_email)
         """The SNS topic every alarm notifies (TLS only, encrypted with the gateway's key, ``alarm_email``
         subscribed): subscribe further endpoints to it."""

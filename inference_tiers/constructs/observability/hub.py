@@ -41,6 +41,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from inference_tiers.config import EMAIL_PATTERN
 from inference_tiers.constructs.common.encryption import allow_log_encryption, retained_key
 from inference_tiers.constructs.common.nag import acknowledge
 from inference_tiers.observability import collectors, rules
@@ -52,7 +53,6 @@ from inference_tiers.validation import Args
 # not be read offline; resolve it (crane digest) before a production deploy and pass adot_image.
 ADOT_IMAGE = "public.ecr.aws/aws-observability/aws-otel-collector:v0.49.0"
 RULES_NAMESPACE = "inference-tiers"
-_EMAIL = r"[^@\s]+@[^@\s]+\.[^@\s]+"
 _SUBNET = r"subnet-[0-9a-f]{8,17}"
 _SECURITY_GROUP = r"sg-[0-9a-f]{8,17}"
 _CLUSTER_ARN = r"arn:aws(-[a-z-]+)?:eks:[a-z0-9-]{1,20}:[0-9]{12}:cluster/[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
@@ -102,7 +102,7 @@ class ObservabilityHub(Construct):
         (``thresholds``, or the defaults)."""
         retention = args.integer("retention_days", retention_days, minimum=1, maximum=1095)
         if alarm_email is not None:
-            args.text("alarm_email", alarm_email, pattern=_EMAIL, description="an email address")
+            args.text("alarm_email", alarm_email, pattern=EMAIL_PATTERN, description="an email address")
         with_grafana = args.boolean("grafana", grafana)
         self.encryption_key: kms.IKey = (
             args.implements("encryption_key", encryption_key, kms.IKey)

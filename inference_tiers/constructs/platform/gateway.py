@@ -76,6 +76,7 @@ class PlatformGateway(Construct):
         scraper_cidrs: Sequence[str] | None = None,
         install_secrets_store: bool = True,
         trace_collector: TraceCollector | None = None,
+        chart_directory_setting: str | None = None,
     ) -> None:
         """
         :param cluster: the platform's EKS cluster (with a kubectl provider).
@@ -100,6 +101,8 @@ class PlatformGateway(Construct):
         :param trace_collector: an OpenTelemetry collector in the cluster (``PlatformObservability(traces=True)``
             runs one: :class:`~inference_tiers.k8s.trace_collector.TraceCollector`): the proxy exports its spans
             there over OTLP/HTTP and forwards the client's ``traceparent`` to the models. Default: none.
+        :param chart_directory_setting: the context key that sets ``chart_directory`` in your app, named in the
+            warning when the chart was not fetched (the tier passes ``platform.litellm_chart_dir``). Default: none.
         """
         super().__init__(scope, construct_id)
         args = Args("PlatformGateway")
@@ -129,6 +132,8 @@ class PlatformGateway(Construct):
         args.boolean("install_secrets_store", install_secrets_store)
         if trace_collector is not None:
             args.instance("trace_collector", trace_collector, TraceCollector)
+        if chart_directory_setting is not None:
+            args.text("chart_directory_setting", chart_directory_setting, max_length=128, allow_token=False)
         vpc_cidr = vpc.vpc_cidr_block
         albs = args.sequence("alb_cidrs", alb_cidrs or [vpc_cidr], _cidr(args), min_items=1, max_items=16)
         scrapers = args.sequence(
@@ -264,7 +269,8 @@ class PlatformGateway(Construct):
                 "ChartFetched",
                 "inference-tiers:litellm-chart-missing",
                 f"The LiteLLM chart was not fetched: run inference_tiers/assets/platform/{FETCH_SCRIPT.name}, "
-                "then pass its output directory as PlatformGateway chart_directory",
+                "then pass its output directory as PlatformGateway chart_directory"
+                + (f" (-c {chart_directory_setting}=<directory>)" if chart_directory_setting else ""),
             )
         asset = s3_assets.Asset(self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER))
         self.chart = eks.HelmChart(

@@ -177,11 +177,13 @@ class PlatformInferencePool(Construct):
             scaled_targets=[spec.scaled_target()],
             metrics=metrics,
             name=GATEWAY_NAME,
+            # In-cluster only: LiteLLM is its one client, so no NLB exists to bypass the tenants' keys.
+            internal_load_balancer=False,
         )
         """The project's inference gateway in front of the vLLM pods: Istio, the Endpoint Picker, KEDA."""
         self.gateway.node.add_dependency(self.workload)
 
-        self.models = litellm_models(spec, GATEWAY_NAME)
+        self.models = litellm_models(spec, f"{self.gateway.endpoint}/v1")
         """The LiteLLM model entries the registration Job adds (``/model/new``): the model, each adapter."""
         self.registration = eks.KubernetesManifest(
             self,

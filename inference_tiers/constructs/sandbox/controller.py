@@ -48,6 +48,7 @@ class AgentSandboxController(Construct):
         cluster: eks.Cluster,
         chart_directory: Path | None = None,
         node_selector: Mapping[str, str] | None = None,
+        chart_directory_setting: str | None = None,
     ) -> None:
         """
         :param cluster: the EKS cluster (with a kubectl provider).
@@ -55,6 +56,8 @@ class AgentSandboxController(Construct):
             Default: none; a placeholder chart, a synth warning and a template rule that stops the deploy, with
             the fetch instructions.
         :param node_selector: where the controller runs. Default: the core nodes.
+        :param chart_directory_setting: the context key that sets ``chart_directory`` in your app, named in the
+            warning when the chart was not fetched (the tiers pass ``<tier>.controller_chart_dir``). Default: none.
         """
         super().__init__(scope, construct_id)
         args = Args("AgentSandboxController")
@@ -62,6 +65,8 @@ class AgentSandboxController(Construct):
         if chart_directory is not None:
             args.instance("chart_directory", chart_directory, Path, "a pathlib.Path of the fetched chart")
             _check_chart_directory(args, chart_directory)
+        if chart_directory_setting is not None:
+            args.text("chart_directory_setting", chart_directory_setting, max_length=128, allow_token=False)
         selector = args.mapping(
             "node_selector",
             {SYSTEM_NODE_LABEL: "system"} if node_selector is None else node_selector,
@@ -76,8 +81,8 @@ class AgentSandboxController(Construct):
                 "ChartFetched",
                 "inference-tiers:agent-sandbox-chart-missing",
                 f"The agent-sandbox controller chart was not fetched: run inference_tiers/assets/sandbox/"
-                f"{FETCH_SCRIPT.name}, then pass its output directory as AgentSandboxController chart_directory "
-                "(-c agent-sandbox.controller_chart_dir=<directory> for the tier's stack)",
+                f"{FETCH_SCRIPT.name}, then pass its output directory as AgentSandboxController chart_directory"
+                + (f" (-c {chart_directory_setting}=<directory>)" if chart_directory_setting else ""),
             )
         self.asset = s3_assets.Asset(
             self, "ChartAsset", path=str(chart_directory or MISSING_CHART_PLACEHOLDER)

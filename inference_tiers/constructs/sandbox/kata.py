@@ -5,7 +5,7 @@ What each manifest says and why is in :mod:`inference_tiers.k8s.sandbox_nodes`, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
@@ -53,6 +53,7 @@ class KataSandboxNodes(Construct):
         expire_after_hours: int = 720,
         root_volume_gib: int = 200,
         ami_alias: str = "al2023@latest",
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         """
         :param cluster: the EKS cluster (with a kubectl provider).
@@ -68,6 +69,8 @@ class KataSandboxNodes(Construct):
         :param expire_after_hours: node lifetime before replacement. Default: 720 (30 days).
         :param root_volume_gib: node root volume. Default: 200.
         :param ami_alias: ``al2023@latest`` or a pinned ``al2023@vYYYYMMDD``. Default: al2023@latest.
+        :param tags: EC2 tags of the nodes (the EC2NodeClass's ``tags``; a change drifts every node, which
+            Karpenter then replaces). Default: none.
         """
         super().__init__(scope, construct_id)
         args = Args("KataSandboxNodes")
@@ -97,6 +100,9 @@ class KataSandboxNodes(Construct):
         self.runtime_class_name = self.spec.runtime_class_name
         """The RuntimeClass sandbox pods set as ``runtimeClassName`` (``kata-<shim>``): pass it to
         ``SandboxIsolation`` and the tenancy."""
+        node_tags = args.mapping(
+            "tags", tags or {}, lambda n, v: args.text(n, v, max_length=256, allow_token=False), max_items=40
+        )
         ref = as_cluster_ref(cluster)
 
         instance_profile = karpenter.instance_profile.ref  # Ref of an instance profile is its name
@@ -111,7 +117,7 @@ class KataSandboxNodes(Construct):
                     subnet_ids=[subnet.subnet_id for subnet in checked_subnets],
                     security_group_ids=[cluster.cluster_security_group_id],
                     volume_kms_key_id=karpenter.volume_key.key_arn,
-                    tags={"inference-tiers:tier": "agent-sandbox"},
+                    tags=node_tags,
                 ),
                 node_pool(self.spec),
             ],
