@@ -3,14 +3,12 @@ pinned bedrock service model (2023-04-20, botocore 1.44.8), the job's state and 
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
-from botocore.response import StreamingBody
 
 from inference_tiers.ops.evaluate.judge import (
     TASK_TYPES,
@@ -22,9 +20,10 @@ from inference_tiers.ops.evaluate.judge import (
     read_scores,
 )
 from inference_tiers.validation import ArgumentError
+from tests.ops.evaluate_stubs import get_job_response, job_arn, output_line, stub_output
 from tests.ops.helpers import StubClients
 
-JOB_ARN = "arn:aws:bedrock:us-east-1:123456789012:evaluation-job/abcdefghijkl"
+JOB_ARN = job_arn("abcdefghijkl")
 CONCISE = CustomMetric(
     name="Concise",
     instructions="Is the answer concise? Prompt: {{prompt}} Answer: {{prediction}}",
@@ -149,65 +148,29 @@ def test_the_service_model_refuses_a_wrong_key() -> None:
 
 def test_job_state_reads_status_and_failure_messages() -> None:
     clients = StubClients()
+    message = "AccessDenied on s3://eval-bucket/runs/r1/cand-v2.jsonl"
     clients.stub("bedrock").add_response(
-        "get_evaluation_job",
-        {
-            "jobName": "cand-v2-judge",
-            "status": "Failed",
-            "jobArn": JOB_ARN,
-            "roleArn": "arn:aws:iam::123456789012:role/judge",
-            "jobType": "Automated",
-            "evaluationConfig": _request()["evaluationConfig"],
-            "inferenceConfig": _request()["inferenceConfig"],
-            "outputDataConfig": {"s3Uri": "s3://eval-bucket/runs/r1/judge/"},
-            "creationTime": "2026-12-05T10:00:00Z",
-            "failureMessages": ["AccessDenied on s3://eval-bucket/runs/r1/cand-v2.jsonl"],
-        },
-        {"jobIdentifier": JOB_ARN},
+        "get_evaluation_job", get_job_response(JOB_ARN, "Failed", (message,)), {"jobIdentifier": JOB_ARN}
     )
-    assert job_state(clients.client("bedrock"), JOB_ARN) == (
-        "Failed",
-        ("AccessDenied on s3://eval-bucket/runs/r1/cand-v2.jsonl",),
-    )
+    assert job_state(clients.client("bedrock"), JOB_ARN) == ("Failed", (message,))
     clients.assert_done()
-
-
-def _output_line(correctness: float | None, concise: float) -> str:
-    # model-evaluation-report-s3.html: automatedEvaluationResult.scores[] {metricName, result}, then the input.
-    return json.dumps(
-        {
-            "automatedEvaluationResult": {
-                "scores": [
-                    {"metricName": "Builtin.Correctness", "result": correctness},
-                    {"metricName": "Concise", "result": concise},
-                ]
-            },
-            "inputRecord": {
-                "prompt": "p",
-                "modelResponses": [{"response": "r", "modelIdentifier": "cand-v2"}],
-            },
-        }
-    )
 
 
 def test_scores_are_means_over_every_output_file_and_skip_not_applicable() -> None:
     clients = StubClients()
-    s3 = clients.stub("s3")
-    prefix = "runs/r1/judge/cand-v2-judge/"
-    keys = [
-        f"{prefix}cand-v2-judge/uuid/models/cand-v2/taskTypes/General/datasets/support-set/a_output.jsonl",
-        f"{prefix}cand-v2-judge/uuid/custom_metrics/Concise.json",
-    ]
-    s3.add_response(
-        "list_objects_v2",
-        {"Contents": [{"Key": k} for k in keys], "IsTruncated": False},
-        {"Bucket": "eval-bucket", "Prefix": prefix},
-    )
-    body = "\n".join([_output_line(1.0, 0.0), _output_line(None, 1.0), _output_line(0.5, 1.0)]).encode()
-    s3.add_response(
-        "get_object",
-        {"Body": StreamingBody(io.BytesIO(body), len(body))},
-        {"Bucket": "eval-bucket", "Key": keys[0]},
+    stub_output(
+        clients.stub("s3"),
+        "eval-bucket",
+        "runs/r1/judge/cand-v2-judge/",
+        [
+            "cand-v2-judge/uuid/models/cand-v2/taskTypes/General/datasets/support-set/a_output.jsonl",
+            "cand-v2-judge/uuid/custom_metrics/Concise.json",
+        ],
+        [
+            output_line({"Builtin.Correctness": 1.0, "Concise": 0.0}),
+            output_line({"Builtin.Correctness": None, "Concise": 1.0}),
+            output_line({"Builtin.Correctness": 0.5, "Concise": 1.0}),
+        ],
     )
     scores = read_scores(clients.client("s3"), "s3://eval-bucket/runs/r1/judge/", "cand-v2-judge")
     clients.assert_done()
