@@ -6,7 +6,8 @@ platform's own, one renderer for both) and the same recording and alerting rules
 (:func:`~inference_tiers.observability.rules.rules_yaml`) run in a Prometheus on the core nodes instead, managed by
 the Prometheus Operator of kube-prometheus-stack **88.5.3** (operator v0.93.1; prometheus-community/helm-charts
 tag ``kube-prometheus-stack-88.5.3``, commit ea930ba; every key below is in that release's ``values.yaml``, which
-the tests hold). The stack's own Grafana and kube-state-metrics are off: the platform runs both already. Alerts
+the tests hold). The stack's own Grafana, kube-state-metrics and node exporter are off: the platform runs them
+in both modes. Alerts
 are evaluated and shown in Grafana; Alertmanager is off, so nothing is sent (the SNS topic is AMP's).
 """
 
@@ -30,6 +31,23 @@ FULLNAME = "kps"
 SERVER_PORT = 9090
 SERVER_URL = f"http://{FULLNAME}-prometheus.{NAMESPACE}.svc.cluster.local:{SERVER_PORT}"
 """The in-cluster query URL (Grafana's data source, KEDA's Prometheus scaler)."""
+# Node exporter on every node (core, Kata, GPU), in both metrics modes: prometheus-node-exporter 4.56.1 (the
+# release kube-prometheus-stack 88.5.3 depends on; tag prometheus-node-exporter-4.56.1, commit 8b8e639). Its pods
+# serve port 9100 (values.yaml:131, templates/daemonset.yaml:137-138), the port the shared node-exporter job keeps,
+# on the node's address (hostNetwork, :382), and tolerate every NoSchedule taint (:471-473): the Kata sandbox
+# taint and startup taint, and the GPU taint.
+NODE_EXPORTER_CHART = "prometheus-node-exporter"
+NODE_EXPORTER_VERSION = "4.56.1"
+NODE_EXPORTER_IMAGE = "quay.io/prometheus/node-exporter:v1.12.1"
+NODE_EXPORTER_NAMESPACE = NAMESPACE
+
+
+def node_exporter_values() -> dict[str, Any]:
+    """The node exporter chart's values: the chart's defaults (every node, port 9100), the image tag explicit so
+    that ``preflight`` checks the image the pods pull."""
+    return {"image": {"tag": NODE_EXPORTER_IMAGE.rsplit(":", 1)[1]}}
+
+
 STORAGE_CLASS_PATTERN = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
 
 
@@ -78,6 +96,8 @@ def chart_values(
         "fullnameOverride": FULLNAME,
         "grafana": {"enabled": False},
         "kubeStateMetrics": {"enabled": False},
+        # PlatformObservability installs the node exporter in both modes (node_exporter_values).
+        "nodeExporter": {"enabled": False},
         "alertmanager": {"enabled": False},
         "prometheusOperator": {"nodeSelector": selector},
         "additionalPrometheusRulesMap": {"inference-tiers": {"groups": groups}},

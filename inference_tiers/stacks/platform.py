@@ -56,7 +56,7 @@ from inference_tiers.constructs.platform.gateway import CERTIFICATE_ARN, Platfor
 from inference_tiers.constructs.platform.observability import METRICS_BACKENDS, PlatformObservability
 from inference_tiers.constructs.platform.pool import PlatformInferencePool
 from inference_tiers.constructs.platform.tenant_keys import TenantModelKeys
-from inference_tiers.k8s import litellm_chart
+from inference_tiers.k8s import litellm_chart, prometheus_chart
 from inference_tiers.k8s.gpu_pool import GpuPoolSpec, parse_pool
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS
 from inference_tiers.k8s.sandbox_tenancy import TENANT_NAME_PATTERN
@@ -205,6 +205,12 @@ class PlatformSettings(SandboxSettings, GatewayModelSettings):
     def account_requirements(self) -> AccountRequirements:
         litellm = ImageNeed(LITELLM_IMAGE, "inference_tiers.litellm.config:LITELLM_IMAGE")
         images = self.sandbox_images(litellm) if self.reaches("tenants") else (litellm,)
+        images += (
+            ImageNeed(
+                prometheus_chart.NODE_EXPORTER_IMAGE,
+                "inference_tiers.k8s.prometheus_chart:NODE_EXPORTER_IMAGE",
+            ),
+        )
         if self.traces:
             images += (ImageNeed(ADOT_IMAGE, "inference_tiers.constructs.observability:ADOT_IMAGE"),)
         instances = [InstanceNeed("ec2", self.core_instance_type, self.core_nodes)]

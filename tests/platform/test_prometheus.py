@@ -6,6 +6,7 @@ metrics resource left in the stack."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,15 @@ import yaml
 
 from inference_tiers.config import ConfigError
 from inference_tiers.k8s import grafana_chart, prometheus_chart
+from inference_tiers.k8s.gpu_pool import GPU_TAINT
+from inference_tiers.k8s.sandbox_nodes import KATA_STARTUP_TAINT, SANDBOX_TAINT
+from inference_tiers.observability import collectors
 from inference_tiers.observability.collectors import eks_scrape_config, to_yaml
 from inference_tiers.observability.platform_scrape import controller_jobs, gateway_metrics_job
 from inference_tiers.observability.rules import rules_yaml
 from inference_tiers.stacks.platform import STACK_NAME
 from inference_tiers.validation import ArgumentError
-from tests.harness import CLEAN_GATES, build_tier, gate_findings, make_app
+from tests.harness import CLEAN_GATES, DATA_DIR, build_tier, gate_findings, make_app
 from tests.observability.test_alertmanager_and_collectors import _static
 from tests.observability.tools import run
 from tests.platform.test_observability import GATEWAY
@@ -149,3 +153,45 @@ def test_alerts_by_email_need_amp() -> None:
         make_app(
             tier="platform", **{"platform.metrics": "prometheus", "platform.alarm_email": "ops@example.com"}
         )
+
+
+# --- the node exporter (both modes) ------------------------------------------------------------------------
+
+NODE_EXPORTER_VALUES = "../platform/prometheus-node-exporter/values.yaml"
+
+
+def _tolerates(tolerations: list[dict[str, str]], taint: Mapping[str, str]) -> bool:
+    """Kubernetes' toleration matching (core/v1 Toleration.ToleratesTaint): key (empty with Exists: every key),
+    operator Exists or Equal with the value, effect (empty: every effect)."""
+    for toleration in tolerations:
+        if toleration.get("effect") not in (None, "", taint["effect"]):
+            continue
+        if toleration.get("key") not in (None, "", taint["key"]):
+            continue
+        if toleration.get("operator", "Equal") == "Exists" or toleration.get("value") == taint.get("value"):
+            return True
+    return False
+
+
+def test_the_node_exporter_runs_on_every_node_on_the_port_the_job_keeps() -> None:
+    defaults = yaml.safe_load(
+        (DATA_DIR / "platform" / "prometheus-node-exporter" / "values.yaml").read_text()
+    )
+    assert missing_values_keys(prometheus_chart.node_exporter_values(), NODE_EXPORTER_VALUES) == []
+    assert defaults["service"]["port"] == collectors.NODE_EXPORTER_PORT
+    assert defaults["hostNetwork"] is True
+    for taint in (SANDBOX_TAINT, KATA_STARTUP_TAINT, GPU_TAINT):
+        assert _tolerates(defaults["tolerations"], taint), taint
+    assert not _tolerates([{"key": "other", "operator": "Exists", "effect": "NoSchedule"}], GPU_TAINT)
+    assert prometheus_chart.NODE_EXPORTER_IMAGE.endswith(":v" + "1.12.1")
+    # kube-prometheus-stack's own is off: one node exporter, not two scraped twice.
+    assert values()["nodeExporter"] == {"enabled": False}
+
+
+def test_the_node_exporter_is_installed_in_both_modes(in_cluster: dict[str, Any]) -> None:
+    from aws_cdk.assertions import Template
+
+    amp = helm_charts(build_tier("platform", **{"platform.stage": "gateway"}).template(STACK_NAME))
+    for charts in (amp, helm_charts(Template.from_stack(in_cluster["build"].stacks[0]))):
+        chart = charts["node-exporter"]
+        assert (chart["Chart"], chart["Version"]) == ("prometheus-node-exporter", "4.56.1")

@@ -72,7 +72,8 @@ class PlatformObservability(Construct):
 
     Attributes: ``hub`` (the :class:`~inference_tiers.constructs.observability.ObservabilityHub`),
     ``scraper`` (its ``aps.CfnScraper`` for ``cluster``), both None with ``prometheus``; ``prometheus`` (the
-    kube-prometheus-stack ``HelmChart``, None with ``amp``); ``keda_metrics`` (where KEDA reads the series:
+    kube-prometheus-stack ``HelmChart``, None with ``amp``); ``node_exporter`` (its ``HelmChart``, on every
+    node in both modes); ``keda_metrics`` (where KEDA reads the series:
     ``PrometheusMetrics``); ``grafana_identity`` (the IRSA ``ServiceAccount``, None without AMP) and
     ``grafana`` (the ``HelmChart``); both None without Grafana; ``trace_collector`` (the ``KubernetesManifest``)
     and ``trace_identity`` (its ``PodIdentityRole``), both None without traces.
@@ -125,6 +126,19 @@ class PlatformObservability(Construct):
         """The AMP managed scraper of ``cluster`` (``aps.CfnScraper``; None with ``prometheus``)."""
         self.prometheus: eks.HelmChart | None = None
         """The in-cluster Prometheus (kube-prometheus-stack ``HelmChart``; None with ``amp``)."""
+        self.node_exporter = eks.HelmChart(
+            self,
+            "NodeExporter",
+            cluster=cluster,
+            chart=prometheus_chart.NODE_EXPORTER_CHART,
+            repository=prometheus_chart.CHART_REPOSITORY,
+            version=prometheus_chart.NODE_EXPORTER_VERSION,
+            release="node-exporter",
+            namespace=prometheus_chart.NODE_EXPORTER_NAMESPACE,
+            create_namespace=True,
+            values=prometheus_chart.node_exporter_values(),
+        )
+        """The node exporter on every node (core, Kata, GPU): the ``node-exporter`` job scrapes it."""
         if metrics == "amp":
             # the scraper's ENIs: one private subnet per AZ of the cluster's VPC (AMP wants distinct AZs)
             subnets = cluster.vpc.select_subnets(
