@@ -3,6 +3,8 @@
 Definitions (those of aiperf's metrics reference, so an aiperf run and a native one read the same):
 
 - TTFT: request start to the first non-empty content token; e2e: request start to the last byte;
+- tokens: the server's usage when it reports it, else the model's tokenizer (``--tokenizer``) counting the text,
+  for every engine; a target records its unit and targets counted in different units are never ranked together;
 - inter-token latency of a request: ``(e2e - TTFT) / (output tokens - 1)``;
 - p50/p90/p99: linear interpolation between the closest ranks (numpy's default), over successful requests;
 - output tokens/s and requests/s: over the level's wall time (first request start to last request end);
@@ -20,10 +22,13 @@ from typing import Any
 
 from inference_tiers.ops.bench.workload import Slo
 
+USAGE, TOKENIZER = "usage", "tokenizer"
+
 
 @dataclass(frozen=True)
 class Record:
-    """One request: when it started and ended (seconds, any common clock), its TTFT, and its token counts."""
+    """One request: when it started and ended (seconds, any common clock), its TTFT, and its token counts, which
+    are the server's usage (``token_unit`` "usage") or the tokenizer's count of the text ("tokenizer")."""
 
     start_s: float
     end_s: float
@@ -31,6 +36,7 @@ class Record:
     input_tokens: int
     output_tokens: int
     error: str | None = None
+    token_unit: str = USAGE
 
     @property
     def e2e_ms(self) -> float:
@@ -101,6 +107,7 @@ def level_figures(level: float, records: list[Record], slo: Slo, pricing: Pricin
         "goodput_requests_per_s": round(len(good) / wall, 3) if wall else None,
         "good_tokens": good_tokens,
         "output_tokens": output_tokens,
+        "token_unit": "+".join(sorted({r.token_unit for r in ok})) or None,
         # A level with any failed request does not meet the SLO, whatever its percentiles.
         "meets_slo": len(ok) == len(records)
         and slo.met_by(ttft["p90"] or 0.0, itl["p90"] or 0.0, e2e["p90"] or 0.0),

@@ -1,0 +1,114 @@
+"""One token unit for every engine (issue 31, review D1 and D4): the server's usage when it reports it, else the
+model's tokenizer counting the text, never stream chunks; each target records its unit, and targets counted in
+different units are never ranked together.
+
+The loopback server's tokens are two words each here (``token_text``), so the server's usage and a word-counting
+tokenizer (tools/bench/make_tokenizer.py) disagree by 2x: a target that read the wrong one is off by that.
+aiperf 0.13.0 reads usage under ``--use-server-token-count`` (aiperf/config/flags/cli_config.py) and exports it per
+request as ``usage_completion_tokens`` (aiperf/metrics/types/usage_metrics.py ``UsageCompletionTokensMetric``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from inference_tiers.ops import cli
+from inference_tiers.ops.bench import native
+from inference_tiers.ops.bench.measured import advise_measured
+from inference_tiers.ops.bench.report import merge_results
+from inference_tiers.ops.bench.workload import parse_workload
+from tests.ops.helpers import respond_raw
+from tests.ops.test_bench_engine import MODEL, TOOL_VENV, engine, within
+from tests.ops.test_bench_native import aws_env, converse_stream
+from tools.bench.loopback import REGION, LoopbackServer
+
+__all__ = ["engine"]  # the aiperf tool venv fixture, shared with test_bench_engine
+
+TWO_WORDS = replace(MODEL, token_text="lorem ipsum ")
+OUTPUT, REQUESTS = 8, 6
+SPEC = {
+    "shape": "chat",
+    "model": "loopback",
+    "input_tokens": {"mean": 40, "stddev": 0},
+    "output_tokens": {"mean": OUTPUT, "stddev": 0},
+    "load": {"mode": "concurrency", "levels": [2], "requests_per_level": REQUESTS},
+    "slo": {"ttft_p90_ms": 5000, "itl_p90_ms": 500, "e2e_p90_ms": 10000},
+}
+
+
+def bench(tmp_path: Path, *target: str) -> int:
+    (tmp_path / "workload.yaml").write_text(json.dumps(SPEC), encoding="utf-8")
+    argv = ["bench", "--workload", str(tmp_path / "workload.yaml"), "--out", str(tmp_path / "out"), *target]
+    argv += ["--aiperf", str(TOOL_VENV / "bin" / "aiperf"), "--tokenizer", str(TOOL_VENV / "tokenizer")]
+    return cli.main(argv)
+
+
+@pytest.mark.parametrize(
+    ("usage", "unit", "tokens_per_token"),
+    [(True, "server usage", 1), (False, "tokenizer tokenizer", 2)],
+    ids=["server-usage", "no-usage-tokenizer"],
+)
+def test_aiperf_and_sagemaker_count_the_same_tokens_on_one_server(
+    engine: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    usage: bool,
+    unit: str,
+    tokens_per_token: int,
+) -> None:
+    with LoopbackServer(model=replace(TWO_WORDS, usage=usage)) as server:
+        aws_env(monkeypatch, server.url)
+        assert bench(tmp_path, "--url", server.url, "--name", "aiperf") == 0
+        assert bench(tmp_path, "--sagemaker-endpoint", "qwen", "--name", "native", "--region", REGION) == 0
+    targets = {t["name"]: t for t in json.loads((tmp_path / "out" / "results.json").read_text())["targets"]}
+    assert {name: t["token_unit"] for name, t in targets.items()} == {"aiperf": unit, "native": unit}
+    levels = {name: t["levels"][0] for name, t in targets.items()}
+    for figures in levels.values():
+        assert figures["errors"] == 0 and figures["output_tokens"] == REQUESTS * OUTPUT * tokens_per_token
+    # ITL divides one stream by one count: both engines agree, and with usage it is the server's decode time.
+    assert within(levels["aiperf"]["itl_ms"]["p50"], levels["native"]["itl_ms"]["p50"])
+    if usage:
+        assert within(levels["native"]["itl_ms"]["p50"], MODEL.decode_ms_per_token)
+
+
+def test_bedrock_stream_without_usage_is_counted_by_the_tokenizer_not_by_its_chunks() -> None:
+    runtime = boto3.client(
+        "bedrock-runtime", region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    respond_raw(runtime, "ConverseStream", converse_stream("two words ", "and three more", usage=None))
+    spec = parse_workload(
+        {"shape": "chat", "input_tokens": {"mean": 5}, "load": {"levels": [1], "requests_per_level": 1}}
+    )
+    count = native.tokenizer_count(TOOL_VENV / "bin" / "python", TOOL_VENV / "tokenizer")
+    (record,) = native.run_level(native.bedrock_sender(runtime, "m"), spec, 1, 7, count)
+    # Two chunks, five words: the word tokenizer's five; the prompt's five words likewise.
+    assert (record.error, record.input_tokens, record.output_tokens, record.token_unit) == (
+        None,
+        5,
+        5,
+        "tokenizer",
+    )
+
+
+def _target(name: str, unit: str | None) -> dict[str, Any]:
+    figures = {"level": 4, "meets_slo": True, "usd_per_1m_good_tokens": 1.0}
+    return {"name": name, "tier": None, "token_unit": unit, "levels": [figures]}
+
+
+def test_targets_counted_in_different_units_are_never_ranked_together(tmp_path: Path) -> None:
+    workload = {"load": {"mode": "concurrency"}, "slo": {}}
+    (tmp_path / "results.json").write_text(
+        json.dumps({"workload": workload, "targets": [_target("a", "server usage")]}), encoding="utf-8"
+    )
+    assert len(merge_results(tmp_path, workload, _target("b", "server usage"))["targets"]) == 2
+    with pytest.raises(ValueError, match=r"different units \(a: server usage; b: tokenizer tokenizer\)"):
+        merge_results(tmp_path, workload, _target("b", "tokenizer tokenizer"))
+    mixed = {"workload": workload, "targets": [_target("a", "server usage"), _target("b", None)]}
+    with pytest.raises(ValueError, match="cannot be ranked together"):
+        advise_measured(mixed, 4)
