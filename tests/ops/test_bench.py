@@ -252,13 +252,20 @@ def test_aiperf_export_becomes_records(tmp_path: Path) -> None:
     path = tmp_path / "profile_export.jsonl"
     path.write_text(
         "\n".join(
-            [row("warmup", 0), row("profiling", 2 * 10**9), row("profiling", 3 * 10**9, {"message": "503"})]
+            [
+                row("warmup", 0),
+                row("profiling", 2 * 10**9),
+                # aiperf 0.13.0 ErrorDetails (aiperf/common/models/error_models.py): the HTTP status is ``code``.
+                row("profiling", 3 * 10**9, {"code": 503, "message": "503"}),
+                row("profiling", 4 * 10**9, {"code": 429, "message": "slow down"}),
+            ]
         )
     )
     records = aiperf.parse_records(path)
-    assert [(r.start_s, r.e2e_ms, r.ttft_ms, r.error) for r in records] == [
-        (2.0, 1000.0, 12.5, None),
-        (3.0, 1000.0, 12.5, "503"),
+    assert [(r.start_s, r.e2e_ms, r.ttft_ms, r.error, r.error_kind) for r in records] == [
+        (2.0, 1000.0, 12.5, None, None),
+        (3.0, 1000.0, 12.5, "503", "5xx"),
+        (4.0, 1000.0, 12.5, "slow down", "throttled"),
     ]
 
 

@@ -1,4 +1,4 @@
-"""One token unit for every engine (issue 31, review D1 and D4): the server's usage when it reports it, else the
+"""Errors counted, never hidden (issue 31, D2, D6, D12, D13), and one token unit for every engine (issue 31, review D1 and D4): the server's usage when it reports it, else the
 model's tokenizer counting the text, never stream chunks; each target records its unit, and targets counted in
 different units are never ranked together.
 
@@ -22,8 +22,9 @@ from inference_tiers.ops import cli
 from inference_tiers.ops.bench import native
 from inference_tiers.ops.bench.measured import advise_measured
 from inference_tiers.ops.bench.report import merge_results
+from inference_tiers.ops.bench.run import MEASURE_CONFIG, Engine, Target, run_bench
 from inference_tiers.ops.bench.workload import parse_workload
-from tests.ops.helpers import respond_raw
+from tests.ops.helpers import StubClients, event_stream_message, respond_raw
 from tests.ops.test_bench_engine import MODEL, TOOL_VENV, engine, within
 from tests.ops.test_bench_native import aws_env, converse_stream
 from tools.bench.loopback import REGION, LoopbackServer
@@ -112,3 +113,68 @@ def test_targets_counted_in_different_units_are_never_ranked_together(tmp_path: 
     mixed = {"workload": workload, "targets": [_target("a", "server usage"), _target("b", None)]}
     with pytest.raises(ValueError, match="cannot be ranked together"):
         advise_measured(mixed, 4)
+
+
+def _error(status: int, code: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"x-amzn-ErrorType": code, "Content-Type": "application/json"}, b'{"message": "test"}'
+
+
+def test_every_failure_is_counted_by_kind_and_never_retried(tmp_path: Path) -> None:
+    """A throttle, a 5xx, a 4xx and a stream ending in an exception event are failed requests of their own kind,
+    each sent once (botocore 1.44.8 would retry the throttle and the 5xx up to 3 times in standard mode), left
+    out of the latency figures; a 1-token answer has no ITL."""
+    _, headers, ok = converse_stream("a ", "b", usage=(5, 2))
+    _, _, one_token = converse_stream("a", usage=(5, 1))
+    clients = StubClients(unstubbed=("bedrock-runtime",))
+    sent = respond_raw(
+        clients.client("bedrock-runtime", config=MEASURE_CONFIG),
+        "ConverseStream",
+        _error(429, "ThrottlingException"),
+        _error(503, "ServiceUnavailableException"),
+        _error(400, "ValidationException"),
+        (200, headers, _truncated_with_exception()),
+        (200, headers, ok),
+        (200, headers, one_token),
+    )
+    spec = parse_workload({"shape": "chat", "load": {"levels": [1], "requests_per_level": 6}})
+    engine = Engine(aiperf=tmp_path / "unused", tokenizer=tmp_path)
+    result = run_bench(
+        Target("br", "bedrock", model_id="m"), spec, work_dir=tmp_path, engine=engine, clients=clients
+    )
+    (figures,) = result["levels"]
+    assert len(sent) == 6
+    assert figures["errors"] == 4
+    assert figures["errors_by_kind"] == {"4xx": 1, "5xx": 1, "stream_error": 1, "throttled": 1}
+    assert figures["output_tokens"] == 3 and figures["good_requests"] == 2
+    # ITL from the 2-token answer alone (the 1-token one has none): the same at every percentile.
+    assert figures["itl_ms"]["p50"] == figures["itl_ms"]["p99"] and figures["itl_ms"]["p50"] is not None
+
+
+def _truncated_with_exception() -> bytes:
+    start = event_stream_message(
+        "messageStart", json.dumps({"role": "assistant"}).encode(), "application/json"
+    )
+    delta = {"contentBlockIndex": 0, "delta": {"text": "a "}}
+    text = event_stream_message("contentBlockDelta", json.dumps(delta).encode(), "application/json")
+    error = event_stream_message(
+        "modelStreamErrorException", b'{"message": "boom"}', "application/json", exception=True
+    )
+    return start + text + error
+
+
+class _ErrorMidStream:
+    """A SageMaker stream that starts well, then carries vLLM's error payload instead of the rest of the answer."""
+
+    def invoke_endpoint_with_response_stream(self, **_: Any) -> dict[str, Any]:
+        events = [
+            {"choices": [{"delta": {"content": "a "}}]},
+            {"error": {"message": "engine died", "code": 500}},
+        ]
+        return {"Body": [{"PayloadPart": {"Bytes": f"data: {json.dumps(e)}\n\n".encode()}} for e in events]}
+
+
+def test_a_stream_ending_in_an_error_payload_is_a_stream_error() -> None:
+    spec = parse_workload({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}})
+    send = native.sagemaker_sender(_ErrorMidStream(), "qwen", None, None)
+    (record,) = native.run_level(send, spec, 1, 7, lambda texts: [0] * len(texts))
+    assert record.error_kind == "stream_error" and record.error and "engine died" in record.error

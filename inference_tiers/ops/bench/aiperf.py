@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from inference_tiers.ops.bench.metrics import TOKENIZER, USAGE, Record
+from inference_tiers.ops.bench.metrics import TOKENIZER, USAGE, Record, error_kind_of_status
 from inference_tiers.ops.bench.workload import WorkloadSpec
 
 RECORDS_FILE = "profile_export.jsonl"
@@ -111,6 +111,12 @@ def _tokens(metrics: dict[str, Any]) -> tuple[int, int, str] | None:
     return int(_value(metrics, "input_sequence_length") or 0), int(output), TOKENIZER
 
 
+def _error_kind(error: dict[str, Any]) -> str:
+    """aiperf 0.13.0's ErrorDetails (aiperf/common/models/error_models.py) carries the HTTP status as ``code``."""
+    code = error.get("code")
+    return error_kind_of_status(code) if isinstance(code, int) and code >= 400 else "error"
+
+
 def parse_records(path: Path) -> list[Record]:
     """The profiling-phase requests of an aiperf ``profile_export.jsonl`` (warm-up excluded); a successful
     request without any token count (no usage under ``--use-server-token-count``) has the unit ``None``."""
@@ -133,6 +139,7 @@ def parse_records(path: Path) -> list[Record]:
                 output_tokens=received,
                 error=(error.get("message") or error.get("type") or "error") if error else None,
                 token_unit=unit,
+                error_kind=_error_kind(error) if error else None,
             )
         )
     return records

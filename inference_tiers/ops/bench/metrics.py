@@ -17,6 +17,7 @@ Definitions (those of aiperf's metrics reference, so an aiperf run and a native 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,8 @@ class Record:
     output_tokens: int
     error: str | None = None
     token_unit: str = USAGE
+    # How a failed request failed: throttled, 4xx, 5xx, stream_error, timeout or error (anything else).
+    error_kind: str | None = None
 
     @property
     def e2e_ms(self) -> float:
@@ -78,6 +81,11 @@ def _stats(values: list[float]) -> dict[str, float | None]:
     return {f"p{q}": round(percentile(values, q), 3) if values else None for q in (50, 90, 99)}
 
 
+def error_kind_of_status(status: int) -> str:
+    """The kind of an HTTP error status: throttled (429), 4xx or 5xx."""
+    return "throttled" if status == 429 else "5xx" if status >= 500 else "4xx"
+
+
 def level_figures(level: float, records: list[Record], slo: Slo, pricing: Pricing | None) -> dict[str, Any]:
     """The figures of one load level (the keys are the JSON report's and the table's)."""
     if not records:
@@ -89,13 +97,17 @@ def level_figures(level: float, records: list[Record], slo: Slo, pricing: Pricin
     good_tokens = sum(r.output_tokens for r in good)
     ttft, itl, e2e = (
         _stats([r.ttft_ms or 0.0 for r in ok]),
-        _stats([r.itl_ms for r in ok]),
+        # 0- and 1-token responses have no inter-token gap: left out, as aiperf leaves them out.
+        _stats([r.itl_ms for r in ok if r.output_tokens > 1]),
         _stats([r.e2e_ms for r in ok]),
     )
     figures: dict[str, Any] = {
         "level": level,
         "requests": len(records),
         "errors": len(records) - len(ok),
+        "errors_by_kind": dict(
+            sorted(Counter(r.error_kind or "error" for r in records if r not in ok).items())
+        ),
         "error_rate": round((len(records) - len(ok)) / len(records), 4),
         "wall_s": round(wall, 3),
         "ttft_ms": ttft,

@@ -27,7 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from inference_tiers.ops.bench.metrics import TOKENIZER, Record
+from botocore.exceptions import ClientError, ConnectTimeoutError, EventStreamError, ReadTimeoutError
+
+from inference_tiers.ops.bench.metrics import TOKENIZER, Record, error_kind_of_status
 from inference_tiers.ops.bench.workload import Distribution, WorkloadSpec
 from inference_tiers.ops.smoke import sse_events
 
@@ -142,6 +144,29 @@ def _sessions(spec: WorkloadSpec, rng: random.Random) -> list[list[tuple[str, in
     return sessions
 
 
+class StreamError(Exception):
+    """An error payload inside a stream that began well (vLLM writes ``data: {"error": ...}`` mid-stream)."""
+
+
+def error_kind(error: Exception) -> str:
+    """How a request failed (metrics.Record.error_kind); botocore raises a stream's exception event as an
+    EventStreamError, a ClientError whose code is the event's (a throttle mid-stream is still a throttle)."""
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if "throttl" in code.lower() or code == "TooManyRequestsException":
+            return "throttled"
+        if isinstance(error, EventStreamError):
+            return "stream_error"
+        return error_kind_of_status(
+            int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400))
+        )
+    if isinstance(error, StreamError):
+        return "stream_error"
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
+        return "timeout"
+    return "error"
+
+
 def run_level(send: Send, spec: WorkloadSpec, level: float, seed: int, count: Count) -> list[Record]:
     """Run one load level: every session of the spec (prompts drawn with ``seed``), paced by its load mode; a
     request the server reported no usage for is counted with ``count`` after the level, outside its timing."""
@@ -163,7 +188,8 @@ def run_level(send: Send, spec: WorkloadSpec, level: float, seed: int, count: Co
                 ttft, usage, answer = send(list(messages), max_tokens)
                 record = Record(start, time.perf_counter(), ttft, *(usage or (0, 0)))
             except Exception as error:  # noqa: BLE001  every failure is a failed request of the run
-                record = Record(start, time.perf_counter(), None, 0, 0, f"{type(error).__name__}: {error}")
+                end, message = time.perf_counter(), f"{type(error).__name__}: {error}"
+                record = Record(start, end, None, 0, 0, message, error_kind=error_kind(error))
                 answer = ""
             prompt = " ".join(str(m["content"]) for m in messages)
             messages.append({"role": "assistant", "content": answer})
@@ -228,6 +254,8 @@ def sagemaker_sender(runtime: Any, endpoint: str, component: str | None, model: 
         parts = (e["PayloadPart"]["Bytes"] for e in response["Body"] if "PayloadPart" in e)
         ttft, text, usage = None, "", dict[str, Any]()
         for event in sse_events(parts):
+            if event.get("error"):
+                raise StreamError(json.dumps(event["error"])[:500])
             usage = event.get("usage") or usage
             for choice in event.get("choices", []):
                 delta = choice.get("delta", {}).get("content") or ""

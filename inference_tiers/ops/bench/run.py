@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.config import Config
+
 from inference_tiers.ops.bench import aiperf, native
 from inference_tiers.ops.bench.metrics import TOKENIZER, Pricing, Record, level_figures
 from inference_tiers.ops.bench.workload import WorkloadSpec
@@ -99,18 +101,25 @@ def _base_url(url: str) -> str:
     return url.rstrip("/").removesuffix("/v1")
 
 
+# No retries inside a measurement: a throttle or a 5xx retried by botocore would read as latency, not as an error
+# (botocore 1.44.8 botocore/config.py: ``total_max_attempts`` counts the first attempt, 1 = never retried; its
+# ``max_attempts`` counts retries only).
+MEASURE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1})
+
+
 def _sender(target: Target, clients: Clients | None, model: str | None) -> native.Send:
     if clients is None:
         raise ValueError(f"target {target.name}: {target.kind} needs AWS credentials and a Region")
     if target.kind == "sagemaker":
-        runtime = clients.client("sagemaker-runtime")
+        runtime = clients.client("sagemaker-runtime", config=MEASURE_CONFIG)
         return native.sagemaker_sender(runtime, str(target.endpoint), target.component, model)
     if target.role_arn:
         credentials = clients.client("sts").assume_role(
             RoleArn=target.role_arn, RoleSessionName="inference-tiers-bench"
         )["Credentials"]
         clients = clients.with_credentials(credentials)
-    return native.bedrock_sender(clients.client("bedrock-runtime"), str(target.model_id), target.guardrail)
+    runtime = clients.client("bedrock-runtime", config=MEASURE_CONFIG)
+    return native.bedrock_sender(runtime, str(target.model_id), target.guardrail)
 
 
 @dataclass(frozen=True)
