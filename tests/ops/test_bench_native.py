@@ -63,6 +63,8 @@ def test_sagemaker_stream_is_signed_decoded_and_timed(
         aws_env(monkeypatch, server.url)
         assert bench_sagemaker(tmp_path, "--instance-type", "ml.g6e.2xlarge") == 0
     assert server.rejected_signatures == 0
+    # Each level's client keeps its connections (one per concurrent request: 1 + 3), not one per request (18).
+    assert server.connections <= 4, server.connections
     target = json.loads((tmp_path / "out" / "results.json").read_text())["targets"][0]
     assert target["engine"] == "inference-tiers (boto3)" and "g6e.2xlarge" in target["pricing"]["basis"]
     for figures in target["levels"]:

@@ -19,11 +19,12 @@ import boto3
 import pytest
 
 from inference_tiers.ops import cli
-from inference_tiers.ops.bench import native
+from inference_tiers.ops.bench import command, native
 from inference_tiers.ops.bench.measured import advise_measured
 from inference_tiers.ops.bench.report import merge_results
 from inference_tiers.ops.bench.run import MEASURE_CONFIG, Engine, Target, run_bench
 from inference_tiers.ops.bench.workload import parse_workload
+from tests.harness import PROJECT_ROOT
 from tests.ops.helpers import StubClients, event_stream_message, respond_raw
 from tests.ops.test_bench_engine import MODEL, TOOL_VENV, engine, within
 from tests.ops.test_bench_native import aws_env, converse_stream
@@ -178,3 +179,11 @@ def test_a_stream_ending_in_an_error_payload_is_a_stream_error() -> None:
     send = native.sagemaker_sender(_ErrorMidStream(), "qwen", None, None)
     (record,) = native.run_level(send, spec, 1, 7, lambda texts: [0] * len(texts))
     assert record.error_kind == "stream_error" and record.error and "engine died" in record.error
+
+
+def test_the_default_tool_venv_does_not_depend_on_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert command.TOOL_VENV == PROJECT_ROOT / "tools" / "bench" / ".venv"
+    assert (command.TOOL_VENV / "tokenizer" / "tokenizer.json").is_file()

@@ -138,6 +138,8 @@ class LoopbackServer(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(self.latency.slots) if self.latency.slots else None
         self.cache = PrefixCache()
         self.rejected_signatures = 0
+        # TCP connections accepted: a client that reuses its connections opens about one per concurrent request.
+        self.connections = 0
 
     @property
     def url(self) -> str:
@@ -158,6 +160,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.cache.lock:
+            self.server.connections += 1
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":

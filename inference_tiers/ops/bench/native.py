@@ -262,6 +262,10 @@ def sagemaker_sender(runtime: Any, endpoint: str, component: str | None, model: 
                 if delta:
                     ttft = ttft if ttft is not None else _ms(start)
                     text += delta
+        # Read the stream to its end (sse_events stops at [DONE]): urllib3 returns only a drained connection to the
+        # pool, and an undrained one costs the next request a new TCP (and TLS) handshake inside its TTFT.
+        for _ in parts:
+            pass
         # OpenAI usage (vLLM's with stream_options.include_usage); chunks are no token unit (a server packs several).
         if "completion_tokens" not in usage:
             return ttft, None, text
