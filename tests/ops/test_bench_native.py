@@ -137,8 +137,8 @@ class _StreamStandIn:
 )
 def test_ttft_is_the_first_content_not_the_first_event(sender: Callable[[Any], native.Send]) -> None:
     send = sender(_StreamStandIn())
-    ttft, usage, text = send([{"role": "user", "content": "capital of France"}], 1)
-    assert (usage, text) == ((5, 1), "Paris")
+    ttft, ttfa, usage, text, reasoning = send([{"role": "user", "content": "capital of France"}], 1)
+    assert (usage, text, reasoning, ttfa) == ((5, 1), "Paris", "", ttft)
     assert ttft is not None and CONTENT_AFTER_S * 1000 <= ttft < CONTENT_AFTER_S * 1000 + 50
 
 

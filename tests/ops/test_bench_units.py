@@ -11,6 +11,8 @@ request as ``usage_completion_tokens`` (aiperf/metrics/types/usage_metrics.py ``
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -187,3 +189,54 @@ def test_the_default_tool_venv_does_not_depend_on_the_working_folder(
     monkeypatch.chdir(tmp_path)
     assert command.TOOL_VENV == PROJECT_ROOT / "tools" / "bench" / ".venv"
     assert (command.TOOL_VENV / "tokenizer" / "tokenizer.json").is_file()
+
+
+ANSWER_AFTER_S = 0.2
+
+
+class _Reasoning:
+    """Both runtimes' streams of a thinking model: reasoning at once, the answer ``ANSWER_AFTER_S`` later (vLLM's
+    reasoning parser writes ``delta.reasoning_content``; Bedrock ``contentBlockDelta.delta.reasoningContent.text``,
+    bedrock-runtime 2023-09-30 ReasoningContentBlockDelta)."""
+
+    def invoke_endpoint_with_response_stream(self, **_: Any) -> dict[str, Any]:
+        events = [
+            (0.0, {"choices": [{"delta": {"reasoning_content": "think "}}]}),
+            (ANSWER_AFTER_S, {"choices": [{"delta": {"content": "Paris"}}]}),
+            (0.0, {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 12}}),
+        ]
+        parts = [(p, {"PayloadPart": {"Bytes": f"data: {json.dumps(e)}\n\n".encode()}}) for p, e in events]
+        return {"Body": _paced(parts)}
+
+    def converse_stream(self, **_: Any) -> dict[str, Any]:
+        events = [
+            (0.0, {"contentBlockDelta": {"delta": {"reasoningContent": {"text": "think "}}}}),
+            (ANSWER_AFTER_S, {"contentBlockDelta": {"delta": {"text": "Paris"}}}),
+            (0.0, {"metadata": {"usage": {"inputTokens": 3, "outputTokens": 12}}}),
+        ]
+        return {"stream": _paced(events)}
+
+
+def _paced(events: list[tuple[float, Any]]) -> Iterator[Any]:
+    for pause, event in events:
+        time.sleep(pause)
+        yield event
+
+
+@pytest.mark.parametrize(
+    "sender",
+    [
+        lambda runtime: native.sagemaker_sender(runtime, "qwen", None, None),
+        lambda runtime: native.bedrock_sender(runtime, "m"),
+    ],
+    ids=["sagemaker", "bedrock"],
+)
+def test_reasoning_is_the_first_token_and_the_answer_is_timed_apart(sender: Any) -> None:
+    spec = parse_workload({"shape": "chat", "load": {"levels": [1], "requests_per_level": 1}})
+    (record,) = native.run_level(sender(_Reasoning()), spec, 1, 7, lambda texts: [0] * len(texts))
+    assert record.ttft_ms is not None and record.ttft_ms < ANSWER_AFTER_S * 1000 / 2
+    assert record.ttfa_ms is not None and record.ttfa_ms >= ANSWER_AFTER_S * 1000
+    # The server's 12 tokens include the reasoning: ITL spreads the stream over all of them.
+    assert record.output_tokens == 12 and record.itl_ms == pytest.approx(
+        (record.e2e_ms - record.ttft_ms) / 11
+    )

@@ -135,6 +135,8 @@ def parse_records(path: Path) -> list[Record]:
                 start_s=meta["request_start_ns"] / 1e9,
                 end_s=meta["request_end_ns"] / 1e9,
                 ttft_ms=_value(metrics, "time_to_first_token"),
+                # aiperf 0.13.0 aiperf/metrics/types/time_to_first_output_token_metric.py: the first non-reasoning token.
+                ttfa_ms=_value(metrics, "time_to_first_output_token"),
                 input_tokens=sent,
                 output_tokens=received,
                 error=(error.get("message") or error.get("type") or "error") if error else None,

@@ -2,7 +2,8 @@
 
 Definitions (those of aiperf's metrics reference, so an aiperf run and a native one read the same):
 
-- TTFT: request start to the first non-empty content token; e2e: request start to the last byte;
+- TTFT: request start to the first non-empty token, reasoning included; time to first answer token (``ttfa_ms``,
+  aiperf's TTFO): to the first token of the answer; reasoning tokens count as output tokens and in ITL; e2e: request start to the last byte;
 - tokens: the server's usage when it reports it, else the model's tokenizer (``--tokenizer``) counting the text,
   for every engine; a target records its unit and targets counted in different units are never ranked together;
 - inter-token latency of a request: ``(e2e - TTFT) / (output tokens - 1)``;
@@ -40,6 +41,8 @@ class Record:
     token_unit: str = USAGE
     # How a failed request failed: throttled, 4xx, 5xx, stream_error, timeout or error (anything else).
     error_kind: str | None = None
+    # Time to the first answer token (TTFT counts the first token, reasoning included): aiperf's TTFO.
+    ttfa_ms: float | None = None
 
     @property
     def e2e_ms(self) -> float:
@@ -112,6 +115,7 @@ def level_figures(level: float, records: list[Record], slo: Slo, pricing: Pricin
         "wall_s": round(wall, 3),
         "ttft_ms": ttft,
         "itl_ms": itl,
+        "ttfa_ms": _stats([r.ttfa_ms for r in ok if r.ttfa_ms is not None]),
         "e2e_ms": e2e,
         "output_tokens_per_s": round(output_tokens / wall, 3) if wall else None,
         "requests_per_s": round(len(ok) / wall, 3) if wall else None,

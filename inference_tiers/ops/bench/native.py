@@ -84,8 +84,9 @@ _WORDS = [
 ]
 
 Message = dict[str, Any]
-# (messages, max output tokens) -> (TTFT ms or None, (input, output) tokens of the server's usage or None, answer)
-Reply = tuple[float | None, tuple[int, int] | None, str]
+# (messages, max output tokens) -> (TTFT ms, time to the first answer token ms, (input, output) tokens of the
+# server's usage or None, answer, reasoning): TTFT counts the first token, reasoning included.
+Reply = tuple[float | None, float | None, tuple[int, int] | None, str, str]
 Send = Callable[[list[Message], int], Reply]
 # Texts -> their token counts by the model's tokenizer (what a request without usage is counted with).
 Count = Callable[[list[str]], list[int]]
@@ -185,17 +186,17 @@ def run_level(send: Send, spec: WorkloadSpec, level: float, seed: int, count: Co
             start = time.perf_counter()
             usage: tuple[int, int] | None = (0, 0)
             try:
-                ttft, usage, answer = send(list(messages), max_tokens)
-                record = Record(start, time.perf_counter(), ttft, *(usage or (0, 0)))
+                ttft, ttfa, usage, answer, reasoning = send(list(messages), max_tokens)
+                record = Record(start, time.perf_counter(), ttft, *(usage or (0, 0)), ttfa_ms=ttfa)
             except Exception as error:  # noqa: BLE001  every failure is a failed request of the run
                 end, message = time.perf_counter(), f"{type(error).__name__}: {error}"
                 record = Record(start, end, None, 0, 0, message, error_kind=error_kind(error))
-                answer = ""
+                answer = reasoning = ""
             prompt = " ".join(str(m["content"]) for m in messages)
             messages.append({"role": "assistant", "content": answer})
             with lock:
                 if usage is None:
-                    uncounted.append((len(records), prompt, answer))
+                    uncounted.append((len(records), prompt, reasoning + answer))
                 records.append(record)
 
     if spec.load.mode == "concurrency":
@@ -234,6 +235,27 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+@dataclass
+class _Timed:
+    """A streamed answer and reasoning, with the times to their first token (ms from ``start``)."""
+
+    start: float
+    answer: str = ""
+    reasoning: str = ""
+    ttft: float | None = None
+    ttfa: float | None = None
+
+    def add(self, answer: str, reasoning: str) -> None:
+        if not (answer or reasoning):
+            return
+        now = _ms(self.start)
+        self.ttft = now if self.ttft is None else self.ttft
+        if answer and self.ttfa is None:
+            self.ttfa = now
+        self.answer += answer
+        self.reasoning += reasoning
+
+
 def sagemaker_sender(runtime: Any, endpoint: str, component: str | None, model: str | None) -> Send:
     """Send through SageMaker Runtime ``InvokeEndpointWithResponseStream`` (an OpenAI-style container)."""
 
@@ -252,24 +274,29 @@ def sagemaker_sender(runtime: Any, endpoint: str, component: str | None, model: 
         start = time.perf_counter()
         response = runtime.invoke_endpoint_with_response_stream(Body=json.dumps(body), **target)
         parts = (e["PayloadPart"]["Bytes"] for e in response["Body"] if "PayloadPart" in e)
-        ttft, text, usage = None, "", dict[str, Any]()
+        stream = _Timed(start)
+        usage: dict[str, Any] = {}
         for event in sse_events(parts):
             if event.get("error"):
                 raise StreamError(json.dumps(event["error"])[:500])
             usage = event.get("usage") or usage
             for choice in event.get("choices", []):
-                delta = choice.get("delta", {}).get("content") or ""
-                if delta:
-                    ttft = ttft if ttft is not None else _ms(start)
-                    text += delta
+                delta = choice.get("delta", {})
+                # vLLM's reasoning parsers write reasoning_content (older) or reasoning (newer releases).
+                stream.add(
+                    delta.get("content") or "", delta.get("reasoning_content") or delta.get("reasoning") or ""
+                )
         # Read the stream to its end (sse_events stops at [DONE]): urllib3 returns only a drained connection to the
         # pool, and an undrained one costs the next request a new TCP (and TLS) handshake inside its TTFT.
         for _ in parts:
             pass
         # OpenAI usage (vLLM's with stream_options.include_usage); chunks are no token unit (a server packs several).
-        if "completion_tokens" not in usage:
-            return ttft, None, text
-        return ttft, (int(usage.get("prompt_tokens", 0)), int(usage["completion_tokens"])), text
+        counts = (
+            (int(usage.get("prompt_tokens", 0)), int(usage["completion_tokens"]))
+            if "completion_tokens" in usage
+            else None
+        )
+        return stream.ttft, stream.ttfa, counts, stream.answer, stream.reasoning
 
     return send
 
@@ -286,15 +313,16 @@ def bedrock_sender(runtime: Any, model_id: str, guardrail: dict[str, str] | None
         if guardrail:
             request["guardrailConfig"] = {**guardrail, "streamProcessingMode": "async"}
         start = time.perf_counter()
-        ttft, text, usage = None, "", dict[str, Any]()
+        stream, usage = _Timed(start), dict[str, Any]()
         for event in runtime.converse_stream(**request)["stream"]:
-            delta = event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
-            if delta:
-                ttft = ttft if ttft is not None else _ms(start)
-                text += delta
+            delta = event.get("contentBlockDelta", {}).get("delta", {})
+            stream.add(delta.get("text", ""), delta.get("reasoningContent", {}).get("text", ""))
             usage = event.get("metadata", {}).get("usage", usage)
-        if "outputTokens" not in usage:
-            return ttft, None, text
-        return ttft, (int(usage.get("inputTokens", 0)), int(usage["outputTokens"])), text
+        counts = (
+            (int(usage.get("inputTokens", 0)), int(usage["outputTokens"]))
+            if "outputTokens" in usage
+            else None
+        )
+        return stream.ttft, stream.ttfa, counts, stream.answer, stream.reasoning
 
     return send
