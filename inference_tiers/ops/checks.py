@@ -36,9 +36,11 @@ class Clients:
     def region(self) -> str:
         return str(self.session.region_name)
 
-    def client(self, service: str, region: str | None = None) -> Any:
-        """A client of ``service`` in this Region, or in ``region`` (an ECR image in another Region)."""
-        return self.session.client(service, region_name=region or self.region, config=_CLIENT_CONFIG)
+    def client(self, service: str, region: str | None = None, config: Config | None = None) -> Any:
+        """A client of ``service`` in this Region, or in ``region`` (an ECR image in another Region); ``config``
+        overrides the default settings (bench's clients retry nothing)."""
+        merged = _CLIENT_CONFIG.merge(config) if config else _CLIENT_CONFIG
+        return self.session.client(service, region_name=region or self.region, config=merged)
 
     def with_credentials(self, credentials: dict[str, Any]) -> Clients:
         import boto3

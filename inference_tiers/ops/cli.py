@@ -92,7 +92,8 @@ def _advise(args: argparse.Namespace) -> int:
             raise UsageError("--measured: also pass --load, the target load in the spec's unit")
         measured = advise_measured(load_results(args.measured), args.load)
         print(report.dumps(measured) if args.json else render_measured(measured))
-        return EXIT_OK
+        # No target meets the SLOs at this load: a failed check, so that a script stops there.
+        return EXIT_OK if measured["choice"] else EXIT_CHECK_FAILED
     if args.model and args.hf_config:
         raise UsageError("--model and --hf-config: pass one of them, not both")
     model = None

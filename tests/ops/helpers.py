@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 from botocore.awsrequest import AWSResponse
+from botocore.config import Config
 from botocore.stub import Stubber
 
 from inference_tiers.config import AccountRequirements
@@ -36,11 +37,12 @@ class StubClients(Clients):
         self.assumed: StubClients | None = None
         self.assumed_with: dict[str, Any] | None = None
 
-    def client(self, service: str, region: str | None = None) -> Any:
-        """The service's client in this Region (or ``region``): the Stubber of another Region is ``service@region``."""
+    def client(self, service: str, region: str | None = None, config: Config | None = None) -> Any:
+        """The service's client in this Region (or ``region``): the Stubber of another Region is ``service@region``;
+        ``config`` applies to the client's first creation."""
         key = service if region in (None, self.region) else f"{service}@{region}"
         if key not in self._clients:
-            client = self.session.client(service, region_name=region or self.region)
+            client = self.session.client(service, region_name=region or self.region, config=config)
             if service not in self.unstubbed:
                 self.stubbers[key] = Stubber(client)
                 self.stubbers[key].activate()
@@ -86,14 +88,20 @@ def _header(name: str, value: str) -> bytes:
 
 
 def event_stream_message(
-    event_type: str, payload: bytes, content_type: str = "application/octet-stream"
+    event_type: str,
+    payload: bytes,
+    content_type: str = "application/octet-stream",
+    *,
+    exception: bool = False,
 ) -> bytes:
-    """One message in the AWS event-stream binary format (prelude, headers, payload, CRC32s)."""
+    """One message in the AWS event-stream binary format (prelude, headers, payload, CRC32s); with
+    ``exception`` an exception event named ``event_type``, which botocore raises as an EventStreamError."""
+    kind = ("exception", ":exception-type") if exception else ("event", ":event-type")
     headers = b"".join(
         _header(k, v)
         for k, v in (
-            (":message-type", "event"),
-            (":event-type", event_type),
+            (":message-type", kind[0]),
+            (kind[1], event_type),
             (":content-type", content_type),
         )
     )

@@ -88,6 +88,14 @@ def test_shapes_differ_where_their_traffic_does() -> None:
             {"shape": "chat", "turns": {"mean": 3}},
             r"parameter 'turns.mean' got 3; expected 1 unless shape is 'agentic'",
         ),
+        (
+            {"shape": "chat", "load": {"levels": [1, 16], "requests_per_level": 8}},
+            r"parameter 'load.levels' got 16.0; expected concurrency levels up to the 8 sessions",
+        ),
+        (
+            {"shape": "agentic", "load": {"levels": [4], "requests_per_level": 10}},
+            r"parameter 'load.levels' got 4.0; expected concurrency levels up to the 2 sessions",
+        ),
         (["chat"], r"parameter '\(document\)' got .*expected a mapping"),
     ],
 )
@@ -192,6 +200,9 @@ def test_advise_measured_through_the_command(tmp_path: Path, capsys: pytest.Capt
     path.write_text(json.dumps(RESULTS), encoding="utf-8")
     assert cli.main(["advise", "--measured", str(path), "--load", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["choice"] == "sagemaker"
+    # No target meets the SLOs at 64: a script must not read that as a choice.
+    assert cli.main(["advise", "--measured", str(path), "--load", "64"]) == 1
+    assert "none of the measured targets meets the SLOs" in capsys.readouterr().out
     assert cli.main(["advise", "--measured", str(path)]) == 2
     assert "also pass --load" in capsys.readouterr().err
 
@@ -212,7 +223,9 @@ def test_report_merges_targets_of_one_workload_and_refuses_another(tmp_path: Pat
 
 
 def test_aiperf_command_carries_the_shape(tmp_path: Path) -> None:
-    spec = parse_workload({"shape": "agentic", "prefix_tokens": 64, "load": {"requests_per_level": 10}})
+    spec = parse_workload(
+        {"shape": "agentic", "prefix_tokens": 64, "load": {"levels": [4], "requests_per_level": 20}}
+    )
     command = aiperf.aiperf_command(
         Path("aiperf"), "http://x", "m", spec, 4, tokenizer=tmp_path, artifact_dir=tmp_path, seed=3
     )
@@ -223,7 +236,7 @@ def test_aiperf_command_carries_the_shape(tmp_path: Path) -> None:
     }
     assert command[:2] == ["aiperf", "profile"] and "--streaming" in command
     assert flags["--concurrency"] == "4" and flags["--prefix-prompt-length"] == "64"
-    assert flags["--conversation-turn-mean"] == "5" and flags["--conversation-num"] == "2"
+    assert flags["--conversation-turn-mean"] == "5" and flags["--conversation-num"] == "4"
     assert flags["--conversation-turn-delay-mean"] == "2000" and flags["--random-seed"] == "3"
     rate = parse_workload({"shape": "chat", "load": {"mode": "rate"}})
     assert "--request-rate" in aiperf.aiperf_command(
@@ -252,13 +265,20 @@ def test_aiperf_export_becomes_records(tmp_path: Path) -> None:
     path = tmp_path / "profile_export.jsonl"
     path.write_text(
         "\n".join(
-            [row("warmup", 0), row("profiling", 2 * 10**9), row("profiling", 3 * 10**9, {"message": "503"})]
+            [
+                row("warmup", 0),
+                row("profiling", 2 * 10**9),
+                # aiperf 0.13.0 ErrorDetails (aiperf/common/models/error_models.py): the HTTP status is ``code``.
+                row("profiling", 3 * 10**9, {"code": 503, "message": "503"}),
+                row("profiling", 4 * 10**9, {"code": 429, "message": "slow down"}),
+            ]
         )
     )
     records = aiperf.parse_records(path)
-    assert [(r.start_s, r.e2e_ms, r.ttft_ms, r.error) for r in records] == [
-        (2.0, 1000.0, 12.5, None),
-        (3.0, 1000.0, 12.5, "503"),
+    assert [(r.start_s, r.e2e_ms, r.ttft_ms, r.error, r.error_kind) for r in records] == [
+        (2.0, 1000.0, 12.5, None, None),
+        (3.0, 1000.0, 12.5, "503", "5xx"),
+        (4.0, 1000.0, 12.5, "slow down", "throttled"),
     ]
 
 

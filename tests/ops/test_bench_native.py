@@ -63,6 +63,8 @@ def test_sagemaker_stream_is_signed_decoded_and_timed(
         aws_env(monkeypatch, server.url)
         assert bench_sagemaker(tmp_path, "--instance-type", "ml.g6e.2xlarge") == 0
     assert server.rejected_signatures == 0
+    # Each level's client keeps its connections (one per concurrent request: 1 + 3), not one per request (18).
+    assert server.connections <= 4, server.connections
     target = json.loads((tmp_path / "out" / "results.json").read_text())["targets"][0]
     assert target["engine"] == "inference-tiers (boto3)" and "g6e.2xlarge" in target["pricing"]["basis"]
     for figures in target["levels"]:
@@ -135,26 +137,28 @@ class _StreamStandIn:
 )
 def test_ttft_is_the_first_content_not_the_first_event(sender: Callable[[Any], native.Send]) -> None:
     send = sender(_StreamStandIn())
-    ttft, sent, received, text = send([{"role": "user", "content": "capital of France"}], 1)
-    assert (sent, received, text) == (5, 1, "Paris")
+    ttft, ttfa, usage, text, reasoning = send([{"role": "user", "content": "capital of France"}], 1)
+    assert (usage, text, reasoning, ttfa) == ((5, 1), "Paris", "", ttft)
     assert ttft is not None and CONTENT_AFTER_S * 1000 <= ttft < CONTENT_AFTER_S * 1000 + 50
 
 
-def converse_stream(*pieces: str, usage: tuple[int, int]) -> tuple[int, dict[str, str], bytes]:
+def converse_stream(*pieces: str, usage: tuple[int, int] | None) -> tuple[int, dict[str, str], bytes]:
+    """A ConverseStream body; ``usage`` None leaves out the metadata event."""
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     events += [("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}}) for p in pieces]
     events += [("contentBlockStop", {"contentBlockIndex": 0}), ("messageStop", {"stopReason": "max_tokens"})]
-    events.append(
-        (
-            "metadata",
-            {
-                "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
-                "metrics": {"latencyMs": 5},
-            },
-        )
-    )
+    if usage:
+        metadata = {
+            "usage": {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)},
+            "metrics": {"latencyMs": 5},
+        }
+        events.append(("metadata", metadata))
     body = b"".join(event_stream_message(t, json.dumps(p).encode(), "application/json") for t, p in events)
     return 200, {"Content-Type": "application/vnd.amazon.eventstream"}, body
+
+
+def _no_count(texts: list[str]) -> list[int]:
+    raise AssertionError(f"the server reported usage, yet the tokenizer was asked to count {texts}")
 
 
 def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
@@ -178,13 +182,13 @@ def test_bedrock_converse_stream_sessions_carry_their_context() -> None:
     )
     guardrail = {"guardrailIdentifier": "gr-1", "guardrailVersion": "1"}
     records = native.run_level(
-        native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0", guardrail), spec, 1, 7
+        native.bedrock_sender(runtime, "us.amazon.nova-2-lite-v1:0", guardrail), spec, 1, 7, _no_count
     )
-    assert [(r.error, r.input_tokens, r.output_tokens) for r in records] == [
-        (None, 5, 3),
-        (None, 15, 3),
-        (None, 25, 3),
-        (None, 35, 3),
+    assert [(r.error, r.input_tokens, r.output_tokens, r.token_unit) for r in records] == [
+        (None, 5, 3, "usage"),
+        (None, 15, 3, "usage"),
+        (None, 25, 3, "usage"),
+        (None, 35, 3, "usage"),
     ]
     assert all(r.ttft_ms is not None and r.ttft_ms <= r.e2e_ms for r in records)
     bodies = [json.loads(request.body) for request in sent]

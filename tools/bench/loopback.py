@@ -48,6 +48,10 @@ class LatencyModel:
     decode_ms_per_token: float = 10.0
     default_max_tokens: int = 16
     slots: int | None = None
+    # What one token's text is (two words: a tokenizer counting words reads twice the tokens the server made),
+    # and whether the server reports usage when asked (some containers never do).
+    token_text: str = WORD
+    usage: bool = True
 
     def ttft_ms(self, uncached_tokens: int) -> float:
         return self.ttft_base_ms + self.prefill_ms_per_token * uncached_tokens
@@ -87,11 +91,11 @@ def prompt_words(body: dict[str, Any]) -> list[str]:
     return words
 
 
-def sse_chunks(model: str, tokens: int, usage: tuple[int, int] | None) -> list[bytes]:
-    """One ``data:`` event per token, then the usage chunk when asked for, then ``[DONE]``."""
+def sse_chunks(model: str, tokens: int, usage: tuple[int, int] | None, text: str = WORD) -> list[bytes]:
+    """One ``data:`` event per token (``text`` each), then the usage chunk when asked for, then ``[DONE]``."""
     events = [
         {"id": "loopback", "object": "chat.completion.chunk", "model": model,
-         "choices": [{"index": 0, "delta": {"content": WORD}, "finish_reason": None}]}
+         "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
         for _ in range(tokens)
     ]  # fmt: skip
     events[-1]["choices"][0]["finish_reason"] = "length"
@@ -134,6 +138,8 @@ class LoopbackServer(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(self.latency.slots) if self.latency.slots else None
         self.cache = PrefixCache()
         self.rejected_signatures = 0
+        # TCP connections accepted: a client that reuses its connections opens about one per concurrent request.
+        self.connections = 0
 
     @property
     def url(self) -> str:
@@ -154,6 +160,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.cache.lock:
+            self.server.connections += 1
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
@@ -189,9 +200,12 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = int(
             body.get("max_completion_tokens") or body.get("max_tokens") or latency.default_max_tokens
         )
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = latency.usage and bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = sse_chunks(
-            str(body.get("model", "loopback")), tokens, (len(words), tokens) if include_usage else None
+            str(body.get("model", "loopback")),
+            tokens,
+            (len(words), tokens) if include_usage else None,
+            latency.token_text,
         )
         start = time.perf_counter()
         content_type = "application/vnd.amazon.eventstream" if sagemaker else "text/event-stream"

@@ -25,7 +25,8 @@ from inference_tiers.ops.checks import Clients, error_code
 from inference_tiers.ops.pricing import BEDROCK_PRICE_FILE, load_price_table, load_token_price_table
 from inference_tiers.ops.smoke import STACK_NAMES
 
-TOOL_VENV = Path("tools/bench/.venv")
+# The checkout's tool venv (tools/bench/setup.sh), wherever bench is run from, not relative to the working folder.
+TOOL_VENV = Path(__file__).resolve().parents[3] / "tools" / "bench" / ".venv"
 
 
 def pricing_from_args(args: argparse.Namespace) -> Pricing | None:

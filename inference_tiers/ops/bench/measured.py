@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inference_tiers.config import TIER_ORDER
+from inference_tiers.ops.bench.report import check_token_units
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def _pays(chosen: dict[str, Any], other: dict[str, Any], load: float) -> float |
 
 def advise_measured(results: dict[str, Any], load: float) -> dict[str, Any]:
     """The cheapest target meeting the SLOs at ``load``, every target's standing, and where the next tier pays."""
+    check_token_units(results["targets"])
     targets = sorted(results["targets"], key=_order)
     standing = []
     for target in targets:

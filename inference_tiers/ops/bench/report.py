@@ -32,7 +32,20 @@ def merge_results(out: Path, workload: dict[str, Any], target: dict[str, Any]) -
                 "another --out folder"
             )
     results["targets"] = [t for t in results["targets"] if t["name"] != target["name"]] + [target]
+    check_token_units(results["targets"])
     return results
+
+
+def check_token_units(targets: list[dict[str, Any]]) -> None:
+    """Refuse targets whose tokens were counted in different units (server usage, a tokenizer, or a mix): their
+    tokens/s, ITL and $/1M tokens are not comparable, so no chart or advice may rank them together."""
+    units = {str(t.get("token_unit")): t["name"] for t in targets}
+    if len(units) > 1:
+        listed = "; ".join(f"{name}: {unit}" for unit, name in sorted(units.items()))
+        raise ValueError(
+            f"targets counted tokens in different units ({listed}): they cannot be ranked together; measure "
+            "them again so every one counts by the server's usage or the same --tokenizer, or pass another --out"
+        )
 
 
 def render_table(results: dict[str, Any]) -> str:

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.config import Config
+
 from inference_tiers.ops.bench import aiperf, native
-from inference_tiers.ops.bench.metrics import Pricing, Record, level_figures
+from inference_tiers.ops.bench.metrics import TOKENIZER, Pricing, Record, level_figures
 from inference_tiers.ops.bench.workload import WorkloadSpec
 from inference_tiers.ops.checks import Clients
 from inference_tiers.ops.smoke import StackError, stack_outputs
@@ -84,24 +86,66 @@ class Engine:
     timeout_s: float = 3600.0
     api_key: str | None = None
 
+    @property
+    def python(self) -> Path:
+        """The tool venv's python (next to aiperf), which has the ``tokenizers`` package aiperf depends on."""
+        return self.aiperf.parent / "python"
+
+    def unit(self, unit: str) -> str:
+        """A record unit as a target's results name it: the tokenizer is named, so two are not confused."""
+        return f"tokenizer {self.tokenizer.name}" if unit == TOKENIZER else f"server {unit}"
+
 
 def _base_url(url: str) -> str:
     # aiperf appends /v1/chat/completions to --url (endpoint type chat).
     return url.rstrip("/").removesuffix("/v1")
 
 
+# No retries inside a measurement: a throttle or a 5xx retried by botocore would read as latency, not as an error
+# (botocore 1.44.8 botocore/config.py: ``total_max_attempts`` counts the first attempt, 1 = never retried; its
+# ``max_attempts`` counts retries only).
+MEASURE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1})
+
+
 def _sender(target: Target, clients: Clients | None, model: str | None) -> native.Send:
     if clients is None:
         raise ValueError(f"target {target.name}: {target.kind} needs AWS credentials and a Region")
     if target.kind == "sagemaker":
-        runtime = clients.client("sagemaker-runtime")
+        runtime = clients.client("sagemaker-runtime", config=MEASURE_CONFIG)
         return native.sagemaker_sender(runtime, str(target.endpoint), target.component, model)
     if target.role_arn:
         credentials = clients.client("sts").assume_role(
             RoleArn=target.role_arn, RoleSessionName="inference-tiers-bench"
         )["Credentials"]
         clients = clients.with_credentials(credentials)
-    return native.bedrock_sender(clients.client("bedrock-runtime"), str(target.model_id), target.guardrail)
+    runtime = clients.client("bedrock-runtime", config=MEASURE_CONFIG)
+    return native.bedrock_sender(runtime, str(target.model_id), target.guardrail)
+
+
+@dataclass(frozen=True)
+class _AiperfRun:
+    target: Target
+    spec: WorkloadSpec
+    level: float
+    model: str
+    engine: Engine
+    artifacts: Path
+    seed: int
+
+    def records(self, server_tokens: bool) -> list[Record]:
+        command = aiperf.aiperf_command(
+            self.engine.aiperf,
+            _base_url(str(self.target.url)),
+            self.model,
+            self.spec,
+            self.level,
+            tokenizer=self.engine.tokenizer,
+            artifact_dir=self.artifacts,
+            seed=self.seed,
+            api_key=self.engine.api_key,
+            server_tokens=server_tokens,
+        )
+        return aiperf.run_aiperf(command, self.artifacts, timeout=self.engine.timeout_s)
 
 
 def run_bench(
@@ -116,33 +160,37 @@ def run_bench(
     """Measure ``target`` at every load level of ``spec``; the target's entry of the results file."""
     model = model or spec.model
     levels = []
+    server_tokens = True
     for index, level in enumerate(spec.load.levels):
         records: list[Record]
         if target.kind == "openai":
             if not model:
                 raise ValueError(f"target {target.name}: pass --model or set 'model' in the workload spec")
             artifacts = work_dir / "aiperf" / target.name / f"{spec.load.mode}-{level:g}"
-            command = aiperf.aiperf_command(
-                engine.aiperf,
-                _base_url(str(target.url)),
-                model,
-                spec,
-                level,
-                tokenizer=engine.tokenizer,
-                artifact_dir=artifacts,
-                seed=SEED + index,
-                api_key=engine.api_key,
-            )
-            records = aiperf.run_aiperf(command, artifacts, timeout=engine.timeout_s)
+            aiperf_run = _AiperfRun(target, spec, level, model, engine, artifacts, SEED + index)
+            records = aiperf_run.records(server_tokens)
+            if not aiperf.counted(records):
+                # The server reports no usage: this level again, and the next ones, counted by the tokenizer.
+                server_tokens = False
+                records = aiperf_run.records(server_tokens)
         else:
-            records = native.run_level(_sender(target, clients, model), spec, level, SEED + index)
+            count = native.tokenizer_count(engine.python, engine.tokenizer)
+            records = native.run_level(_sender(target, clients, model), spec, level, SEED + index, count)
         levels.append(level_figures(level, records, spec.slo, target.pricing))
     pricing = None if target.pricing is None else vars(target.pricing)
+    units = {
+        engine.unit(u)
+        for figures in levels
+        if figures["token_unit"]
+        for u in figures["token_unit"].split("+")
+    }
     return {
         "name": target.name,
         "kind": target.kind,
         "tier": target.tier,
         "engine": "aiperf" if target.kind == "openai" else "inference-tiers (boto3)",
+        # One unit per target; a mix (a server reporting usage for some requests only) is never ranked.
+        "token_unit": " + ".join(sorted(units)) or None,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "pricing": pricing,
         "levels": levels,

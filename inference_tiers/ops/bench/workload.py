@@ -19,6 +19,7 @@ tokens of a BPE model's vocabulary) unless ``--tokenizer`` points at the model's
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,15 @@ def parse_workload(document: Any, source: str = "workload spec") -> WorkloadSpec
     turns = distribution("turns", base.turns)
     if turns.mean > 1 and base.shape != "agentic":
         raise args.error("turns.mean", turns.mean, "1 unless shape is 'agentic' (the multi-turn shape)")
+    sessions = math.ceil(requests / turns.mean)
+    if mode == "concurrency" and max(levels) > sessions:
+        # A level above it never has that many requests in flight, yet would be reported (and advised) as if.
+        raise args.error(
+            "load.levels",
+            max(levels),
+            f"concurrency levels up to the {sessions} sessions a level runs (load.requests_per_level {requests}"
+            f" / turns.mean {turns.mean}); raise load.requests_per_level",
+        )
     return replace(
         base,
         model=args.text("model", top["model"], allow_token=False) if "model" in top else None,
