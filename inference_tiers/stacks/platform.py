@@ -292,8 +292,14 @@ class PlatformStack(Stack):
             prometheus_volume_gib=settings.prometheus_volume_gib,
             prometheus_retention_days=settings.prometheus_retention_days,
         )
-        if self.observability.grafana is not None:
-            self.observability.grafana.node.add_dependency(core)
+        # Every chart whose pods the core nodes run waits for them (the node exporter's DaemonSet included).
+        for observed in (
+            self.observability.grafana,
+            self.observability.prometheus,
+            self.observability.node_exporter,
+        ):
+            if observed is not None:
+                observed.node.add_dependency(core)
         # Stage tenants: the sandboxes, and a LiteLLM team and key per tenant.
         self.sandboxes: Sandboxes | None = None
         self.tenant_keys: TenantModelKeys | None = None

@@ -159,7 +159,11 @@ def test_the_chart_is_pinned_on_core_nodes_after_its_identity(built: dict[str, A
     assert chart["Values"]["serviceAccount"] == {"create": False, "name": grafana_chart.SERVICE_ACCOUNT}
     assert chart["Values"]["nodeSelector"] == dict(CORE_NODE_LABELS)
     resources = built["template"].to_json()["Resources"]
-    (chart_id,) = (k for k, v in resources.items() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart")
+    (chart_id,) = (
+        k
+        for k, v in resources.items()
+        if v["Type"] == "Custom::AWSCDK-EKS-HelmChart" and v["Properties"]["Release"] == grafana_chart.RELEASE
+    )
     assert any("GrafanaIdentity" in d for d in resources[chart_id].get("DependsOn", []))
 
 
@@ -170,7 +174,11 @@ def test_without_grafana_no_chart_and_no_identity(tmp_path_factory: pytest.TempP
         stack, "Observability", cluster=EksCluster(stack, "Eks").cluster, gateway=GATEWAY, grafana=False
     )
     assert construct.grafana is None and construct.grafana_identity is None
-    assert not Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-HelmChart")
+    releases = {
+        r["Properties"]["Release"]
+        for r in Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-HelmChart").values()
+    }
+    assert grafana_chart.RELEASE not in releases and releases == {"node-exporter"}
 
 
 @pytest.mark.parametrize(

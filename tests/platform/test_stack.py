@@ -269,10 +269,11 @@ def test_stage_tenants_gives_each_tenant_a_key_after_the_gateway_and_its_namespa
     assert not _resource_ids(templates["gateway"], "TenantKeys")
 
 
-def test_stage_pool_passes_every_gate() -> None:
-    """Both nag packs, cfn-lint and checkov on the pool stage (the CLI synth with validation on is in
-    tests/test_cli_synth.py, ``platform@pool``)."""
-    assert gate_findings(build_tier("platform", **{"platform.stage": "pool"})) == CLEAN_GATES
+@pytest.mark.parametrize("stage", ["gateway", "pool"])
+def test_every_stage_passes_every_gate(stage: str) -> None:
+    """Both nag packs, cfn-lint and checkov on the stages besides the default one (tests/test_tiers_common.py
+    runs them on ``tenants``; the CLI synth with validation on is tests/test_cli_synth.py, ``platform@<stage>``)."""
+    assert gate_findings(build_tier("platform", **{"platform.stage": stage})) == CLEAN_GATES
 
 
 def test_stage_pool_adds_the_pool_to_litellm_after_the_gateway_and_its_inference_gateway(
