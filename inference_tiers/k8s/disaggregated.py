@@ -446,7 +446,8 @@ def _restricted_security_context() -> dict[str, Any]:
     }
 
 
-def _http_probe(path: str, port: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
+def http_probe(path: str, port: str, *, period: int, timeout: int, failures: int) -> dict[str, Any]:
+    """An HTTP GET probe of ``path`` on the named ``port``."""
     return {
         "httpGet": {"path": path, "port": port},
         "periodSeconds": period,
@@ -557,11 +558,11 @@ def _vllm_deployment(spec: DisaggregatedWorkloadSpec, role: Role) -> Manifest:
         "ports": ports,
         # The API server answers only once the weights are loaded and the KV cache is registered with every
         # EFA device (minutes for a 70B model; 116 s for registration alone on p5, Mooncake #3219).
-        "startupProbe": _http_probe(
+        "startupProbe": http_probe(
             "/health", "http", period=10, timeout=5, failures=spec.startup_timeout_minutes * 6
         ),
-        "readinessProbe": _http_probe("/v1/models", "http", period=10, timeout=5, failures=3),
-        "livenessProbe": _http_probe("/health", "http", period=30, timeout=10, failures=5),
+        "readinessProbe": http_probe("/v1/models", "http", period=10, timeout=5, failures=3),
+        "livenessProbe": http_probe("/health", "http", period=30, timeout=10, failures=5),
     }
     # One vLLM pod per node across both roles: no same-host P/D transfer over EFA (no hardware loopback, and
     # libfabric's SHM path segfaults on GPU buffers, libfabric#12328).
@@ -672,10 +673,8 @@ def _router_manifests(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
                                 "limits": {"memory": "4Gi"},
                             },
                             "securityContext": _restricted_security_context(),
-                            "readinessProbe": _http_probe(
-                                "/health", "http", period=10, timeout=5, failures=3
-                            ),
-                            "livenessProbe": _http_probe("/health", "http", period=20, timeout=5, failures=3),
+                            "readinessProbe": http_probe("/health", "http", period=10, timeout=5, failures=3),
+                            "livenessProbe": http_probe("/health", "http", period=20, timeout=5, failures=3),
                         }
                     ],
                 },
@@ -766,7 +765,7 @@ def _kv_store_manifests(spec: DisaggregatedWorkloadSpec) -> list[Manifest]:
                                 "seccompProfile": {"type": "RuntimeDefault"},
                             },
                             "readinessProbe": {"tcpSocket": {"port": "rpc"}, "periodSeconds": 10},
-                            "livenessProbe": _http_probe(
+                            "livenessProbe": http_probe(
                                 "/health", "metrics", period=20, timeout=5, failures=3
                             ),
                         }

@@ -31,6 +31,7 @@ from typing import Any
 
 from inference_tiers.config import ConfigError
 from inference_tiers.instance_types import GPU_INSTANCE_TYPES
+from inference_tiers.k8s.disaggregated import http_probe
 from inference_tiers.k8s.inference_gateway import (
     ADAPTER_DIR,
     EPP_METRICS_PORT,
@@ -50,7 +51,7 @@ from inference_tiers.k8s.inference_gateway_settings import (
     lora_adapter,
     pool_scaling,
 )
-from inference_tiers.k8s.network_peers import pods_egress
+from inference_tiers.k8s.network_peers import network_policy, pods_egress, pods_peer
 from inference_tiers.k8s.platform_names import GatewayEndpoint
 from inference_tiers.k8s.sandbox_nodes import NODE_POOL_LABEL
 from inference_tiers.validation import Args, ArgumentError
@@ -288,15 +289,6 @@ def vllm_serve_args(spec: GpuPoolSpec) -> list[str]:
     ]
 
 
-def _probe(path: str, *, period: int, failures: int) -> dict[str, Any]:
-    return {
-        "httpGet": {"path": path, "port": "http"},
-        "periodSeconds": period,
-        "timeoutSeconds": 5,
-        "failureThreshold": failures,
-    }
-
-
 LORA_SERVICE_ACCOUNT = "vllm"
 """The vLLM pods' ServiceAccount with LoRA adapters (its Pod Identity role may read only their folders)."""
 
@@ -328,9 +320,9 @@ def vllm_deployment(spec: GpuPoolSpec, region: str = "") -> Manifest:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         # Weights download and load: up to 30 minutes before the first health answer.
-        "startupProbe": _probe("/health", period=10, failures=180),
-        "readinessProbe": _probe("/health", period=10, failures=3),
-        "livenessProbe": _probe("/health", period=30, failures=5),
+        "startupProbe": http_probe("/health", "http", period=10, timeout=5, failures=180),
+        "readinessProbe": http_probe("/health", "http", period=10, timeout=5, failures=3),
+        "livenessProbe": http_probe("/health", "http", period=30, timeout=5, failures=5),
         "volumeMounts": [
             {"name": "models", "mountPath": "/models"},
             {"name": "dshm", "mountPath": "/dev/shm"},
@@ -398,49 +390,35 @@ def pool_network_policies(
     the pool's gateway: a policy of its own, added to the proxy's (NetworkPolicies add up), so that the proxy's
     own policy is the same with or without a pool."""
     same_namespace: dict[str, Any] = {"podSelector": {}}
-    litellm_pods = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": litellm.namespace}},
-        "podSelector": {"matchLabels": dict(litellm.pod_labels)},
-    }
+    litellm_pods = pods_peer(litellm.namespace, litellm.pod_labels)
     gateway_pods = {GATEWAY_NAME_LABEL: gateway_name}
     metrics_ports = [VLLM_PORT, EPP_METRICS_PORT, ISTIO_METRICS_PORT]
     return [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "inference-pool", "namespace": spec.namespace},
-            "spec": {
-                "podSelector": {},
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {"from": [same_namespace]},
-                    {
-                        "from": [{"ipBlock": {"cidr": cidr}} for cidr in scraper_cidrs],
-                        "ports": [{"protocol": "TCP", "port": port} for port in metrics_ports],
-                    },
-                ],
-            },
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "inference-pool-gateway", "namespace": spec.namespace},
-            "spec": {
-                "podSelector": {"matchLabels": gateway_pods},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [litellm_pods], "ports": [{"protocol": "TCP", "port": GATEWAY_PORT}]}],
-            },
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "litellm-to-inference-pool", "namespace": litellm.namespace},
-            "spec": {
-                "podSelector": {"matchLabels": dict(litellm.pod_labels)},
-                "policyTypes": ["Egress"],
-                "egress": [pods_egress(spec.namespace, gateway_pods, GATEWAY_PORT)],
-            },
-        },
+        # Every pod of the pool (an empty selector).
+        network_policy(
+            spec.namespace,
+            "inference-pool",
+            {},
+            ingress=[
+                {"from": [same_namespace]},
+                {
+                    "from": [{"ipBlock": {"cidr": cidr}} for cidr in scraper_cidrs],
+                    "ports": [{"protocol": "TCP", "port": port} for port in metrics_ports],
+                },
+            ],
+        ),
+        network_policy(
+            spec.namespace,
+            "inference-pool-gateway",
+            gateway_pods,
+            ingress=[{"from": [litellm_pods], "ports": [{"protocol": "TCP", "port": GATEWAY_PORT}]}],
+        ),
+        network_policy(
+            litellm.namespace,
+            "litellm-to-inference-pool",
+            litellm.pod_labels,
+            egress=[pods_egress(spec.namespace, gateway_pods, GATEWAY_PORT)],
+        ),
     ]
 
 

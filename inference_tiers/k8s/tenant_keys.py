@@ -26,7 +26,7 @@ from typing import Any
 
 from inference_tiers import ASSETS_DIR
 from inference_tiers.config import ConfigError
-from inference_tiers.k8s.network_peers import pods_egress
+from inference_tiers.k8s.network_peers import network_policy, pods_egress
 from inference_tiers.k8s.platform_names import (
     CORE_NODE_LABELS,
     TENANT_KEY_FIELD,
@@ -242,7 +242,7 @@ def provisioner_objects(
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": PROVISIONER_NAME, **meta}},
         *_admin_job(gateway, PROVISIONER_NAME, provisioner_spec(tenants), image=image, service_account=True),
-        _policy(
+        network_policy(
             gateway.namespace,
             f"{PROVISIONER_NAME}-egress",
             PROVISIONER_LABELS,
@@ -266,7 +266,7 @@ def model_registration_objects(
     spec = {"models": [dict(model) for model in models]}
     return [
         *_admin_job(gateway, MODEL_REGISTRATION_NAME, spec, image=image, service_account=False),
-        _policy(
+        network_policy(
             gateway.namespace,
             f"{MODEL_REGISTRATION_NAME}-egress",
             labels,
@@ -351,28 +351,6 @@ def _to_cidr(cidr: str, port: int) -> dict[str, Any]:
     return {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}
 
 
-def _policy(
-    namespace: str,
-    name: str,
-    pod_labels: Mapping[str, str],
-    *,
-    ingress: list[dict[str, Any]] | None = None,
-    egress: list[dict[str, Any]] | None = None,
-) -> Manifest:
-    """A policy isolating the selected pods in each direction it lists (an empty list denies that direction)."""
-    spec: dict[str, Any] = {"podSelector": {"matchLabels": dict(pod_labels)}, "policyTypes": []}
-    for kind, rules in (("Ingress", ingress), ("Egress", egress)):
-        if rules is not None:
-            spec["policyTypes"].append(kind)
-            spec[kind.lower()] = rules
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
-
-
 def gateway_network_policies(
     gateway: GatewayEndpoint,
     *,
@@ -396,7 +374,7 @@ def gateway_network_policies(
 
     proxy_port = [{"protocol": "TCP", "port": gateway.port}]
     return [
-        _policy(
+        network_policy(
             gateway.namespace,
             "litellm-proxy",
             gateway.pod_labels,

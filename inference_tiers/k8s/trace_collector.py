@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inference_tiers.k8s.network_peers import network_policy, pods_peer
 from inference_tiers.k8s.platform_names import CORE_NODE_LABELS, GatewayEndpoint
 from inference_tiers.observability.collectors import to_yaml, trace_collector_config
 
@@ -130,29 +131,18 @@ def collector_objects(region: str, *, image: str, clients: GatewayEndpoint) -> l
                 ],
             },
         },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "spec": {
-                "podSelector": {"matchLabels": dict(LABELS)},
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {
-                        "from": [
-                            {
-                                "namespaceSelector": {
-                                    "matchLabels": {"kubernetes.io/metadata.name": clients.namespace}
-                                },
-                                "podSelector": {"matchLabels": dict(clients.pod_labels)},
-                            }
-                        ],
-                        "ports": [
-                            {"protocol": "TCP", "port": OTLP_GRPC_PORT},
-                            {"protocol": "TCP", "port": OTLP_HTTP_PORT},
-                        ],
-                    }
-                ],
-            },
-        },
+        network_policy(
+            NAMESPACE,
+            NAME,
+            LABELS,
+            ingress=[
+                {
+                    "from": [pods_peer(clients.namespace, clients.pod_labels)],
+                    "ports": [
+                        {"protocol": "TCP", "port": OTLP_GRPC_PORT},
+                        {"protocol": "TCP", "port": OTLP_HTTP_PORT},
+                    ],
+                }
+            ],
+        ),
     ]
